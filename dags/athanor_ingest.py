@@ -1,0 +1,59 @@
+"""Nightly ingest: land new exports, load them into the DuckDB warehouse, validate."""
+
+from __future__ import annotations
+
+import pendulum
+from airflow.sdk import Param, dag, task
+
+from athanor_common import DEFAULT_ARGS, WAREHOUSE_ASSET, WRITER_POOL, run_stage
+
+DOC = """
+### Athanor ingest
+Lands the day's billing exports (FOCUS, AWS CUR), training-job logs and checkpoint
+inventories from the landing folder or bucket, loads each delivery into the DuckDB
+warehouse in one transaction (a restated month replaces the earlier version), and
+validates what landed. A bad delivery fails the run with the file, row, column and rule,
+and is moved to quarantine; everything loaded before stays as it was.
+
+**Manual runs** take a form: `as_of` (the day to run for), `source` (a folder or
+`s3://bucket/prefix` instead of the configured landing) and `dry_run` (list, don't load).
+"""
+
+
+@dag(
+    dag_id="athanor_ingest",
+    schedule="30 2 * * *",
+    start_date=pendulum.datetime(2026, 9, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=1,
+    default_args=DEFAULT_ARGS,
+    tags=["athanor", "ingest"],
+    doc_md=DOC,
+    params={
+        "as_of": Param(None, type=["null", "string"], format="date", title="As of (day)",
+                       description="Run for this day instead of the run's logical date."),
+        "source": Param(None, type=["null", "string"], title="Source",
+                        description="Folder or s3://bucket/prefix to read instead of the configured landing."),
+        "dry_run": Param(False, type="boolean", title="Dry run", description="List the deliveries, load nothing."),
+    },
+)
+def athanor_ingest():
+    @task
+    def land(**context) -> dict:
+        """Find the deliveries to load (a bucket is mirrored to a local cache first)."""
+        return run_stage("land", context)
+
+    @task(pool=WRITER_POOL)
+    def load(landed: dict, **context) -> dict:
+        """Load every new delivery; fail the task naming each bad one."""
+        return run_stage("load", context, landed)
+
+    @task(pool=WRITER_POOL, outlets=[WAREHOUSE_ASSET])
+    def validate(loaded: dict, **context) -> dict:
+        """Run the data-quality suites over what this run loaded."""
+        return run_stage("validate", context, loaded)
+
+    validate(load(land()))
+
+
+athanor_ingest()

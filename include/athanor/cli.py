@@ -1,0 +1,107 @@
+"""The `athanor` command: the same functions the DAGs call, for a terminal."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+from collections.abc import Sequence
+from datetime import date, datetime
+from decimal import Decimal
+from pathlib import Path
+
+from athanor.settings import Settings
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    return str(value)
+
+
+def format_rows(columns: Sequence[str], rows: Sequence[Sequence[object]], fmt: str) -> str:
+    """Render query results as an aligned table, CSV or JSON (a list of objects)."""
+    if fmt == "json":
+        return json.dumps([dict(zip(columns, r, strict=True)) for r in rows], default=_json_default, indent=2)
+    if fmt == "csv":
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows(["" if v is None else v for v in r] for r in rows)
+        return out.getvalue().rstrip("\n")
+    cells = [[("" if v is None else str(v)) for v in r] for r in rows]
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    line = "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))
+    body = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
+    return "\n".join([line, "  ".join("-" * w for w in widths), *body, f"({len(rows)} row{'s' if len(rows) != 1 else ''})"])
+
+
+def _cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
+    from athanor.pipeline import ingest_paths
+
+    warehouse = Path(args.warehouse) if args.warehouse else settings.warehouse
+    outcome = ingest_paths([Path(p) for p in args.paths], warehouse, settings=settings)
+    for line in outcome.lines:
+        print(line)
+    for error in outcome.errors:
+        print(f"error: {error}", file=sys.stderr)
+    return 1 if outcome.errors else 0
+
+
+def _cmd_query(args: argparse.Namespace, settings: Settings) -> int:
+    import duckdb
+
+    from athanor.warehouse import connect
+
+    path = Path(args.warehouse) if args.warehouse else settings.warehouse
+    if not path.exists():
+        print(f"error: no warehouse at {path} (run `athanor ingest` or `make demo` first)", file=sys.stderr)
+        return 1
+    try:
+        con = connect(path, read_only=True)
+    except duckdb.IOException:
+        # The nightly run holds the file; analysts read the published snapshot instead.
+        if args.warehouse or not settings.snapshot.exists():
+            print(f"error: {path} is locked by a running load and no snapshot exists", file=sys.stderr)
+            return 1
+        print(f"note: {path.name} is being written; reading the snapshot {settings.snapshot}", file=sys.stderr)
+        con = connect(settings.snapshot, read_only=True)
+    try:
+        cur = con.execute(args.sql)
+        columns = [d[0] for d in cur.description or []]
+        rows = cur.fetchall() if columns else []
+    except duckdb.Error as exc:
+        print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 1
+    print(format_rows(columns, rows, args.format))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="athanor", description="GPU cloud-bill analytics on DuckDB")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("ingest", help="detect, validate and load export files or folders")
+    p.add_argument("paths", nargs="+", help="files or folders (folders are walked; one delivery per folder)")
+    p.add_argument("--warehouse", help="DuckDB file (default: $ATHANOR_WAREHOUSE or warehouse/athanor.duckdb)")
+    p.set_defaults(func=_cmd_ingest)
+
+    p = sub.add_parser("query", help="run SQL against the warehouse (read-only)")
+    p.add_argument("sql")
+    p.add_argument("--warehouse")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.set_defaults(func=_cmd_query)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args, Settings.from_env()))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+-- Grain: one row per charge per charge period (a provider line item), FOCUS 1.2 aligned.
+-- Money is DECIMAL(38,12): providers export up to 11 decimals and totals must reconcile to the cent.
+create table if not exists billing_facts (
+    load_id                        varchar not null,   -- lineage: loads.load_id
+    source_file                    varchar not null,   -- lineage: the file inside the delivery
+    source_row                     bigint not null,    -- lineage: 1-based data row in that file
+    source_format                  varchar not null,
+    provider_name                  varchar,
+    publisher_name                 varchar,
+    invoice_issuer_name            varchar,
+    billing_account_id             varchar not null,
+    billing_account_name           varchar,
+    sub_account_id                 varchar,
+    sub_account_name               varchar,
+    billing_currency               varchar not null,
+    billing_period_start           timestamp not null,
+    billing_period_end             timestamp not null,
+    charge_period_start            timestamp not null,
+    charge_period_end              timestamp not null,
+    charge_category                varchar not null,   -- Usage | Purchase | Tax | Credit | Adjustment
+    charge_class                   varchar,            -- Correction or null
+    charge_description             varchar,
+    charge_frequency               varchar,            -- One-Time | Recurring | Usage-Based
+    pricing_category               varchar,            -- Standard | Dynamic (spot) | Committed | Other
+    pricing_quantity               decimal(38, 12),
+    pricing_unit                   varchar,
+    consumed_quantity              decimal(38, 12),
+    consumed_unit                  varchar,
+    billed_cost                    decimal(38, 12) not null,
+    effective_cost                 decimal(38, 12) not null,
+    list_cost                      decimal(38, 12),
+    contracted_cost                decimal(38, 12),
+    list_unit_price                decimal(38, 12),
+    contracted_unit_price          decimal(38, 12),
+    commitment_discount_id         varchar,
+    commitment_discount_name       varchar,
+    commitment_discount_category   varchar,            -- Spend (savings plan) | Usage (reservation)
+    commitment_discount_type       varchar,
+    commitment_discount_status     varchar,            -- Used | Unused
+    commitment_discount_quantity   decimal(38, 12),
+    commitment_discount_unit       varchar,
+    region_id                      varchar,
+    region_name                    varchar,
+    availability_zone              varchar,
+    resource_id                    varchar,
+    resource_name                  varchar,
+    resource_type                  varchar,
+    service_category               varchar,
+    service_name                   varchar,
+    sku_id                         varchar,
+    sku_price_id                   varchar,
+    tags                           map(varchar, varchar),
+    x_instance_type                varchar,            -- e.g. p4d.24xlarge, derived from the usage type for spot lines
+    x_instance_family              varchar,
+    x_gpu_count                    integer,            -- GPUs per instance
+    x_gpu_model                    varchar,
+    x_pricing_model                varchar,            -- on_demand | spot | reserved | savings_plan | other
+    x_usage_hours                  decimal(38, 12),    -- instance-hours for compute usage lines
+    x_provider_columns             map(varchar, varchar) -- the provider's own x_ / extra columns, kept verbatim
+)

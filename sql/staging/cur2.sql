@@ -1,0 +1,151 @@
+-- Staging: an AWS CUR 2.0 file (view `src`) -> rows shaped like billing_facts.
+-- Cost rules follow the FinOps Foundation's CUR -> FOCUS conversion: covered usage at its
+-- amortised (effective) cost, commitment fees at their unused part, negations at 0.
+with source as (
+    select
+        *,
+        coalesce(cast(json(nullif(product, '')) as map(varchar, varchar)), map()) as product_map,
+        coalesce(cast(json(nullif(resource_tags, '')) as map(varchar, varchar)), map()) as tag_map,
+        cast(line_item_unblended_cost as decimal(38, 12)) as unblended_cost,
+        coalesce(nullif(reservation_reservation_a_r_n, ''), nullif(savings_plan_savings_plan_a_r_n, '')) as commitment_arn
+    from src
+),
+
+renamed as (
+    select
+        __row                                                               as source_row,
+        'AWS'                                                               as provider_name,
+        'Amazon Web Services, Inc.'                                         as publisher_name,
+        coalesce(bill_billing_entity, 'Amazon Web Services, Inc.')          as invoice_issuer_name,
+        bill_payer_account_id                                               as billing_account_id,
+        bill_payer_account_name                                             as billing_account_name,
+        line_item_usage_account_id                                          as sub_account_id,
+        line_item_usage_account_name                                        as sub_account_name,
+        upper(line_item_currency_code)                                      as billing_currency,
+        cast(cast(bill_billing_period_start_date as timestamptz) as timestamp) as billing_period_start,
+        cast(cast(bill_billing_period_end_date as timestamptz) as timestamp)   as billing_period_end,
+        cast(cast(line_item_usage_start_date as timestamptz) as timestamp)     as charge_period_start,
+        cast(cast(line_item_usage_end_date as timestamptz) as timestamp)       as charge_period_end,
+        case line_item_line_item_type
+            when 'Tax' then 'Tax'
+            when 'Fee' then 'Purchase'
+            when 'RIFee' then 'Purchase'
+            when 'SavingsPlanUpfrontFee' then 'Purchase'
+            when 'SavingsPlanRecurringFee' then 'Purchase'
+            when 'Credit' then 'Credit'
+            when 'Refund' then 'Adjustment'
+            else 'Usage'
+        end                                                                 as charge_category,
+        case when line_item_line_item_type = 'Refund' then 'Correction' end as charge_class,
+        line_item_line_item_description                                     as charge_description,
+        case
+            when line_item_line_item_type in ('RIFee', 'SavingsPlanRecurringFee') then 'Recurring'
+            when line_item_line_item_type in ('Fee', 'SavingsPlanUpfrontFee', 'Tax', 'Credit', 'Refund') then 'One-Time'
+            else 'Usage-Based'
+        end                                                                 as charge_frequency,
+        case
+            when line_item_usage_type like '%SpotUsage%' then 'Dynamic'
+            when line_item_line_item_type in ('DiscountedUsage', 'SavingsPlanCoveredUsage') then 'Committed'
+            when line_item_line_item_type = 'Usage' then 'Standard'
+        end                                                                 as pricing_category,
+        cast(line_item_usage_amount as decimal(38, 12))                     as pricing_quantity,
+        pricing_unit                                                        as pricing_unit,
+        cast(line_item_usage_amount as decimal(38, 12))                     as consumed_quantity,
+        pricing_unit                                                        as consumed_unit,
+        unblended_cost                                                      as billed_cost,
+        case line_item_line_item_type
+            when 'SavingsPlanCoveredUsage' then cast(savings_plan_savings_plan_effective_cost as decimal(38, 12))
+            when 'SavingsPlanRecurringFee' then cast(savings_plan_total_commitment_to_date as decimal(38, 12))
+                                              - cast(savings_plan_used_commitment as decimal(38, 12))
+            when 'SavingsPlanNegation' then 0
+            when 'SavingsPlanUpfrontFee' then 0
+            when 'DiscountedUsage' then cast(reservation_effective_cost as decimal(38, 12))
+            when 'RIFee' then coalesce(cast(reservation_unused_amortized_upfront_fee_for_billing_period as decimal(38, 12)), 0)
+                            + coalesce(cast(reservation_unused_recurring_fee as decimal(38, 12)), 0)
+            else case when line_item_line_item_type = 'Fee' and reservation_reservation_a_r_n <> '' then 0 else unblended_cost end
+        end                                                                 as effective_cost,
+        cast(pricing_public_on_demand_cost as decimal(38, 12))              as list_cost,
+        cast(null as decimal(38, 12))                                       as contracted_cost,
+        cast(pricing_public_on_demand_rate as decimal(38, 12))              as list_unit_price,
+        cast(null as decimal(38, 12))                                       as contracted_unit_price,
+        commitment_arn                                                      as commitment_discount_id,
+        commitment_arn                                                      as commitment_discount_name,
+        case
+            when nullif(reservation_reservation_a_r_n, '') is not null then 'Usage'
+            when nullif(savings_plan_savings_plan_a_r_n, '') is not null then 'Spend'
+        end                                                                 as commitment_discount_category,
+        case
+            when nullif(reservation_reservation_a_r_n, '') is not null then 'Reserved Instance'
+            when nullif(savings_plan_savings_plan_a_r_n, '') is not null then savings_plan_offering_type
+        end                                                                 as commitment_discount_type,
+        case
+            when line_item_line_item_type in ('DiscountedUsage', 'SavingsPlanCoveredUsage') then 'Used'
+            when line_item_line_item_type in ('RIFee', 'SavingsPlanRecurringFee') then 'Unused'
+        end                                                                 as commitment_discount_status,
+        case when line_item_line_item_type = 'DiscountedUsage'
+            then cast(line_item_usage_amount as decimal(38, 12)) end         as commitment_discount_quantity,
+        case when line_item_line_item_type = 'DiscountedUsage' then 'Hours' end as commitment_discount_unit,
+        coalesce(nullif(product_region_code, ''), product_map['region'])    as region_id,
+        product_map['location']                                             as region_name,
+        nullif(line_item_availability_zone, '')                             as availability_zone,
+        nullif(line_item_resource_id, '')                                   as resource_id,
+        cast(null as varchar)                                               as resource_name,
+        product_map['product_family']                                       as resource_type,
+        case coalesce(line_item_product_code, product_servicecode)
+            when 'AmazonEC2' then 'Compute'
+            when 'AmazonSageMaker' then 'AI and Machine Learning'
+            when 'AmazonS3' then 'Storage'
+            when 'AmazonEBS' then 'Storage'
+            when 'AWSDataTransfer' then 'Networking'
+            else 'Other'
+        end                                                                 as service_category,
+        coalesce(line_item_product_code, product_servicecode)               as service_name,
+        coalesce(nullif(product_sku, ''), product_map['sku'])               as sku_id,
+        cast(null as varchar)                                               as sku_price_id,
+        -- CUR 2.0 writes user-defined tags as user_<key>; analysts know them by <key>.
+        map_from_entries(list_transform(
+            map_entries(tag_map),
+            e -> {'key': regexp_replace(e.key, '^user_', ''), 'value': e.value}
+        ))                                                                  as tags,
+        -- Spot lines may leave the instance-type column empty: 'USE1-SpotUsage:p4d.24xlarge'.
+        coalesce(
+            nullif(product_instance_type, ''),
+            nullif(product_map['instance_type'], ''),
+            nullif(regexp_extract(line_item_usage_type, '(?:BoxUsage|SpotUsage|HeavyUsage|DedicatedUsage)[^:]*:([a-z0-9-]+\.[a-z0-9-]+)$', 1), '')
+        )                                                                   as x_instance_type,
+        line_item_usage_type,
+        line_item_line_item_type,
+        __extras                                                            as x_provider_columns
+    from source
+),
+
+final as (
+    select
+        $load_id                                                            as load_id,
+        $source_file                                                        as source_file,
+        renamed.source_row,
+        'cur2'                                                              as source_format,
+        renamed.* exclude (source_row, x_instance_type, x_provider_columns, line_item_usage_type, line_item_line_item_type),
+        renamed.x_instance_type,
+        ref.instance_family                                                 as x_instance_family,
+        ref.gpu_count                                                       as x_gpu_count,
+        ref.gpu_model                                                       as x_gpu_model,
+        case
+            when renamed.pricing_category = 'Dynamic' then 'spot'
+            when renamed.line_item_line_item_type = 'DiscountedUsage' then 'reserved'
+            when renamed.line_item_line_item_type = 'SavingsPlanCoveredUsage' then 'savings_plan'
+            when renamed.line_item_line_item_type = 'Usage' then 'on_demand'
+            else 'other'
+        end                                                                 as x_pricing_model,
+        case
+            when renamed.x_instance_type is not null
+                 and regexp_matches(renamed.line_item_usage_type, 'BoxUsage|SpotUsage|HeavyUsage|DedicatedUsage')
+                 and renamed.line_item_line_item_type in ('Usage', 'DiscountedUsage', 'SavingsPlanCoveredUsage')
+                then renamed.consumed_quantity
+        end                                                                 as x_usage_hours,
+        renamed.x_provider_columns
+    from renamed
+    left join ref_instance_types as ref on ref.instance_type = renamed.x_instance_type
+)
+
+select * from final

@@ -1,0 +1,107 @@
+-- Staging: a FOCUS 1.0-1.2 file (view `src`) -> rows shaped like billing_facts.
+-- FOCUS is already the target shape: this query casts, normalises enum case
+-- (real exports write both 'Usage-Based' and 'Usage-based') and derives the x_ columns.
+with source as (
+    select * from src
+),
+
+typed as (
+    select
+        __row                                                          as source_row,
+        ProviderName                                                   as provider_name,
+        PublisherName                                                  as publisher_name,
+        InvoiceIssuerName                                              as invoice_issuer_name,
+        BillingAccountId                                               as billing_account_id,
+        BillingAccountName                                             as billing_account_name,
+        SubAccountId                                                   as sub_account_id,
+        SubAccountName                                                 as sub_account_name,
+        upper(BillingCurrency)                                         as billing_currency,
+        cast(cast(BillingPeriodStart as timestamptz) as timestamp)     as billing_period_start,
+        cast(cast(BillingPeriodEnd as timestamptz) as timestamp)       as billing_period_end,
+        cast(cast(ChargePeriodStart as timestamptz) as timestamp)      as charge_period_start,
+        cast(cast(ChargePeriodEnd as timestamptz) as timestamp)        as charge_period_end,
+        case lower(ChargeCategory)
+            when 'usage' then 'Usage' when 'purchase' then 'Purchase' when 'tax' then 'Tax'
+            when 'credit' then 'Credit' when 'adjustment' then 'Adjustment' else ChargeCategory
+        end                                                            as charge_category,
+        case lower(ChargeClass) when 'correction' then 'Correction' else ChargeClass end as charge_class,
+        ChargeDescription                                              as charge_description,
+        case lower(ChargeFrequency)
+            when 'usage-based' then 'Usage-Based' when 'one-time' then 'One-Time'
+            when 'recurring' then 'Recurring' else ChargeFrequency
+        end                                                            as charge_frequency,
+        case lower(PricingCategory)
+            when 'standard' then 'Standard' when 'dynamic' then 'Dynamic'
+            when 'committed' then 'Committed' when 'other' then 'Other' else PricingCategory
+        end                                                            as pricing_category,
+        cast(PricingQuantity as decimal(38, 12))                       as pricing_quantity,
+        PricingUnit                                                    as pricing_unit,
+        cast(ConsumedQuantity as decimal(38, 12))                      as consumed_quantity,
+        ConsumedUnit                                                   as consumed_unit,
+        cast(BilledCost as decimal(38, 12))                            as billed_cost,
+        cast(EffectiveCost as decimal(38, 12))                         as effective_cost,
+        cast(ListCost as decimal(38, 12))                              as list_cost,
+        cast(ContractedCost as decimal(38, 12))                        as contracted_cost,
+        cast(ListUnitPrice as decimal(38, 12))                         as list_unit_price,
+        cast(ContractedUnitPrice as decimal(38, 12))                   as contracted_unit_price,
+        CommitmentDiscountId                                           as commitment_discount_id,
+        CommitmentDiscountName                                         as commitment_discount_name,
+        case lower(CommitmentDiscountCategory)
+            when 'spend' then 'Spend' when 'usage' then 'Usage' else CommitmentDiscountCategory
+        end                                                            as commitment_discount_category,
+        CommitmentDiscountType                                         as commitment_discount_type,
+        case lower(CommitmentDiscountStatus)
+            when 'used' then 'Used' when 'unused' then 'Unused' else CommitmentDiscountStatus
+        end                                                            as commitment_discount_status,
+        cast(CommitmentDiscountQuantity as decimal(38, 12))            as commitment_discount_quantity,
+        CommitmentDiscountUnit                                         as commitment_discount_unit,
+        RegionId                                                       as region_id,
+        RegionName                                                     as region_name,
+        AvailabilityZone                                               as availability_zone,
+        ResourceId                                                     as resource_id,
+        ResourceName                                                   as resource_name,
+        ResourceType                                                   as resource_type,
+        ServiceCategory                                                as service_category,
+        ServiceName                                                    as service_name,
+        SkuId                                                          as sku_id,
+        SkuPriceId                                                     as sku_price_id,
+        coalesce(cast(json(nullif(Tags, '')) as map(varchar, varchar)), map()) as tags,
+        -- AWS writes spot usage as e.g. 'USE1-SpotUsage:p4d.24xlarge' and may leave the
+        -- instance-type column empty for it.
+        coalesce(
+            nullif(x_InstanceType, ''),
+            nullif(regexp_extract(x_UsageType, ':([a-z0-9-]+\.[a-z0-9-]+)$', 1), '')
+        )                                                              as x_instance_type,
+        __extras                                                       as x_provider_columns
+    from source
+),
+
+final as (
+    select
+        $load_id                                                       as load_id,
+        $source_file                                                   as source_file,
+        typed.source_row,
+        'focus'                                                        as source_format,
+        typed.* exclude (source_row, x_instance_type, x_provider_columns),
+        typed.x_instance_type,
+        ref.instance_family                                            as x_instance_family,
+        ref.gpu_count                                                  as x_gpu_count,
+        ref.gpu_model                                                  as x_gpu_model,
+        case
+            when typed.pricing_category = 'Dynamic' then 'spot'
+            when typed.pricing_category = 'Committed' and typed.commitment_discount_category = 'Usage' then 'reserved'
+            when typed.pricing_category = 'Committed' and typed.commitment_discount_category = 'Spend' then 'savings_plan'
+            when typed.pricing_category = 'Committed' then 'committed'
+            when typed.pricing_category = 'Standard' then 'on_demand'
+            else 'other'
+        end                                                            as x_pricing_model,
+        case
+            when typed.x_instance_type is not null and lower(typed.consumed_unit) in ('hours', 'hour', 'hrs')
+                then typed.consumed_quantity
+        end                                                            as x_usage_hours,
+        typed.x_provider_columns
+    from typed
+    left join ref_instance_types as ref on ref.instance_type = typed.x_instance_type
+)
+
+select * from final
