@@ -1,46 +1,76 @@
-"""The nightly flow as plain functions: one per DAG task, each safe to re-run."""
+"""The nightly flow as plain functions: one per DAG task, each safe to re-run.
+
+Data flows one way: landing -> load (billing, jobs, storage) -> validate ->
+(durations, demand) -> mix / lifecycle -> publish. Each stage reads what it needs
+from the warehouse and writes its own tables, replacing its own rows for the run.
+"""
 
 from __future__ import annotations
 
-import os
+import json
+import shutil
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
+from athanor import sources
+from athanor.errors import DataRejected
 from athanor.ingest import IngestError, checksum, ingest_billing, read_columns, record_failure
 from athanor.settings import Settings
-from athanor import sources
-from athanor.warehouse import connect, transaction
+from athanor.warehouse import connect, publish_snapshot, sql, transaction
+
+
+@dataclass(frozen=True)
+class RunContext:
+    run_id: str
+    as_of: date | None  # None: "the latest day in the warehouse"
+    params: dict[str, Any]
+    settings: Settings
+
+    def connect(self) -> duckdb.DuckDBPyConnection:
+        s = self.settings
+        return connect(s.warehouse, memory_limit=s.duckdb_memory_limit, threads=s.duckdb_threads)
 
 
 @dataclass
 class IngestOutcome:
     lines: list[str] = field(default_factory=list)  # one summary line per delivery
     errors: list[str] = field(default_factory=list)  # one reason per delivery that failed
+    failed: list[list[Path]] = field(default_factory=list)  # the files of each failed delivery
     loaded: int = 0
+
+
+# ---------------------------------------------------------------------------- ingest
 
 
 def _data_files(path: Path) -> list[Path]:
     if path.is_file():
         return [path]
     return sorted(
-        p for p in path.rglob("*") if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
+        p
+        for p in path.rglob("*")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
     )
 
 
 def classify(con: duckdb.DuckDBPyConnection, file: Path) -> str:
-    """'billing', 'jobs' or 'unknown', from the file's content."""
+    """'billing', 'jobs', 'inventory', 'ebs' or 'unknown', from the file's content."""
+    from athanor import jobs
+
+    if file.name == "manifest.json" or _json_keys(file) & {"fileSchema", "sourceBucket"}:
+        return "inventory"
+    if _json_keys(file) & {"Volumes", "Snapshots"}:
+        return "ebs"
     try:
-        columns = read_columns(con, file)
-        if sources.detect(list(columns)) is not None:
+        if sources.detect(list(read_columns(con, file))) is not None:
             return "billing"
     except IngestError:
         pass
-    from athanor import jobs
-
     try:
         jobs.detect_job_format(file)
         return "jobs"
@@ -48,13 +78,26 @@ def classify(con: duckdb.DuckDBPyConnection, file: Path) -> str:
         return "unknown"
 
 
-def ingest_paths(paths: list[Path], warehouse: Path, *, settings: Settings) -> IngestOutcome:
+def _json_keys(file: Path) -> set[str]:
+    """Top-level keys of a small JSON object file (empty for anything else)."""
+    if file.suffix != ".json" or file.stat().st_size > 50_000_000:
+        return set()
+    try:
+        doc = json.loads(file.read_text())
+    except (ValueError, UnicodeDecodeError):
+        return set()
+    return set(doc) if isinstance(doc, dict) else set()
+
+
+def ingest_paths(
+    paths: list[Path], warehouse: Path, *, settings: Settings, as_of: date | None = None
+) -> IngestOutcome:
     """Load every delivery found under `paths`; a bad one is reported and the rest still load."""
     outcome = IngestOutcome()
     con = connect(warehouse, memory_limit=settings.duckdb_memory_limit, threads=settings.duckdb_threads)
     try:
         billing: dict[Path, list[Path]] = defaultdict(list)
-        job_files: list[Path] = []
+        by_kind: dict[str, list[Path]] = defaultdict(list)
         for root in paths:
             if not root.exists():
                 outcome.errors.append(f"{root}: no such file or folder")
@@ -64,30 +107,57 @@ def ingest_paths(paths: list[Path], warehouse: Path, *, settings: Settings) -> I
                     kind = classify(con, file)
                 except IngestError as exc:
                     outcome.errors.append(str(exc))
+                    outcome.failed.append([file])
                     continue
                 if kind == "billing":
                     # The files of one folder form one delivery (multi-part exports).
                     billing[file.parent if root.is_dir() else file].append(file)
-                elif kind == "jobs":
-                    job_files.append(file)
-                elif root.is_file():
-                    outcome.errors.append(f"{file.name}: not a known billing or job-log format")
+                elif kind == "unknown":
+                    if root.is_file():
+                        outcome.errors.append(f"{file.name}: not a known billing, job-log or inventory format")
+                        outcome.failed.append([file])
+                else:
+                    by_kind[kind].append(file)
         for files in billing.values():
             _load(outcome, con, files, "billing", lambda fs: ingest_billing(con, fs).summary())
-        for file in job_files:
-            _load(outcome, con, [file], "jobs", lambda fs: ingest_job_file(con, fs[0]))
+        job_as_of = datetime.combine(as_of, datetime.max.time()) if as_of else None
+        for file in by_kind["jobs"]:
+            _load(outcome, con, [file], "jobs", lambda fs: ingest_job_file(con, fs[0], job_as_of))
+        for file in by_kind["inventory"]:
+            _load(outcome, con, [file], "inventory", lambda fs: ingest_inventory(con, fs[0]))
     finally:
         con.close()
     return outcome
 
 
-def _load(outcome: IngestOutcome, con: duckdb.DuckDBPyConnection, files: list[Path], kind: str, load) -> None:
+def _load(
+    outcome: IngestOutcome,
+    con: duckdb.DuckDBPyConnection,
+    files: list[Path],
+    kind: str,
+    load: Callable[[list[Path]], str],
+) -> None:
     try:
         outcome.lines.append(load(files))
         outcome.loaded += 1
     except (IngestError, ValueError) as exc:
         outcome.errors.append(str(exc))
+        outcome.failed.append(files)
         record_failure(con, files, kind, exc)
+
+
+def _already_loaded(con: duckdb.DuckDBPyConnection, load_id: str) -> bool:
+    return con.execute("select 1 from loads where load_id = ? and status = 'loaded'", [load_id]).fetchone() is not None
+
+
+def _ledger(
+    con: duckdb.DuckDBPyConnection, load_id: str, kind: str, fmt: str, files: list[Path], digest: str, size: int, rows: int
+) -> None:
+    now = datetime.now(UTC).replace(tzinfo=None)
+    con.execute(
+        "insert or replace into loads values (?, ?, ?, ?, ?, ?, ?, ?, null, null, 'loaded', null, ?, ?)",
+        [load_id, kind, fmt, str(files[0].parent), [f.name for f in files], digest, size, rows, now, now],
+    )
 
 
 def ingest_job_file(con: duckdb.DuckDBPyConnection, file: Path, as_of: datetime | None = None) -> str:
@@ -96,24 +166,213 @@ def ingest_job_file(con: duckdb.DuckDBPyConnection, file: Path, as_of: datetime 
 
     digest, size = checksum([file])
     load_id = digest[:16]
-    if con.execute("select 1 from loads where load_id = ? and status = 'loaded'", [load_id]).fetchone():
+    if _already_loaded(con, load_id):
         return f"{file.name}: unchanged since load {load_id}, skipped"
     frame = jobs.read_job_runs(file, as_of=as_of)
     frame = frame.assign(load_id=load_id, source_file=file.name)
-    now = datetime.now(UTC).replace(tzinfo=None)
     with transaction(con):
         con.register("incoming_jobs", frame)
         con.execute(
-            """delete from job_run_facts
-               where (source, job_id) in (select source, job_id from incoming_jobs)"""
+            "delete from job_run_facts where (source, job_id) in (select source, job_id from incoming_jobs)"
         )
-        con.execute("insert into job_run_facts by name select * exclude (platform) from incoming_jobs")
-        con.unregister("incoming_jobs")
+        columns = [r[0] for r in con.execute("describe job_run_facts").fetchall()]
         con.execute(
-            "insert or replace into loads values (?, 'jobs', ?, ?, ?, ?, ?, ?, null, null, 'loaded', null, ?, ?)",
-            [load_id, str(frame["source"].iloc[0]), str(file.parent), [file.name], digest, size, len(frame), now, now],
+            f"insert into job_run_facts by name select {', '.join(columns)} from incoming_jobs"
         )
-    summary = jobs.summarise(frame)
-    return f"{file.name}: {frame['source'].iloc[0]} job log, {len(frame):,} jobs, {summary.get('censored_share', 0):.0%} censored"
+        con.unregister("incoming_jobs")
+        _ledger(con, load_id, "jobs", str(frame["source"].iloc[0]), [file], digest, size, len(frame))
+    censored = float(frame["censored"].mean()) if len(frame) else 0.0
+    return f"{file.name}: {frame['source'].iloc[0]} job log, {len(frame):,} jobs, {censored:.0%} censored"
 
 
+def ingest_inventory(con: duckdb.DuckDBPyConnection, manifest: Path) -> str:
+    """Load one S3 Inventory delivery; it replaces the bucket's previous inventory."""
+    from athanor import lifecycle
+
+    files = [manifest, *sorted((manifest.parent / "data").glob("*"))]
+    digest, size = checksum(files)
+    load_id = digest[:16]
+    if _already_loaded(con, load_id):
+        return f"{manifest.parent.name}/manifest.json: unchanged since load {load_id}, skipped"
+    frame = lifecycle.read_inventory(manifest)
+    inventory_date = manifest.parent.name[:10]
+    groups = lifecycle.checkpoint_keys(frame)
+    frame = frame.assign(
+        load_id=load_id,
+        inventory_date=date.fromisoformat(inventory_date) if _is_date(inventory_date) else date.today(),
+        run_id=groups["run"],
+        step=groups["step"],
+    )
+    with transaction(con):
+        con.register("incoming_objects", frame)
+        con.execute("delete from storage_objects where bucket in (select distinct bucket from incoming_objects)")
+        columns = [r[0] for r in con.execute("describe storage_objects").fetchall()]
+        con.execute(f"insert into storage_objects by name select {', '.join(columns)} from incoming_objects")
+        con.unregister("incoming_objects")
+        _ledger(con, load_id, "inventory", "s3_inventory", files, digest, size, len(frame))
+    total_gb = frame["size_bytes"].sum() / 1e9
+    return f"{manifest.parent.name}/manifest.json: S3 inventory, {len(frame):,} object versions, {total_gb:,.0f} GB"
+
+
+def _is_date(text: str) -> bool:
+    try:
+        date.fromisoformat(text)
+        return True
+    except ValueError:
+        return False
+
+
+# ---------------------------------------------------------------------------- stages
+
+
+def land(run: RunContext) -> dict:
+    """Resolve the landing source for this run to local paths."""
+    from athanor import landing
+
+    source = run.params.get("source") or run.settings.landing
+    root = landing.materialize(source, run.settings)
+    return {"source": source, "root": str(root), "as_of": run.as_of.isoformat() if run.as_of else None}
+
+
+def load(run: RunContext, landed: dict) -> dict:
+    """Load every new delivery; quarantine the bad ones and fail naming each of them."""
+    root = Path(landed["root"])
+    if run.params.get("dry_run"):
+        files = _data_files(root)
+        return {"dry_run": True, "files": [str(f.relative_to(root)) for f in files]}
+    outcome = ingest_paths([root], run.settings.warehouse, settings=run.settings, as_of=run.as_of)
+    quarantined = [str(quarantine(files, reason, run)) for files, reason in zip(outcome.failed, outcome.errors, strict=True)]
+    summary = {"loaded": outcome.lines, "errors": outcome.errors, "quarantined": quarantined}
+    _record_stage(run, "load", "failed" if outcome.errors else "success", summary)
+    if outcome.errors:
+        raise DataRejected(
+            f"{len(outcome.errors)} deliver{'ies' if len(outcome.errors) != 1 else 'y'} rejected "
+            f"(moved to quarantine): " + " | ".join(outcome.errors)
+        )
+    return summary
+
+
+def quarantine(files: list[Path], reason: str, run: RunContext) -> Path:
+    """Move a rejected delivery out of the landing area, with the reason beside it."""
+    target = run.settings.quarantine / run.run_id.replace(":", "_").replace("/", "_") / files[0].parent.name
+    target.mkdir(parents=True, exist_ok=True)
+    for file in files:
+        shutil.move(str(file), target / file.name)
+    (target / "REASON.txt").write_text(reason + "\n")
+    return target
+
+
+def validate(run: RunContext, loaded: dict) -> dict:
+    """Data-quality checks over the warehouse after the load."""
+    con = run.connect()
+    try:
+        checks = {
+            "unreconciled_files": con.execute("select count(*) from reconciliations where not reconciled").fetchone()[0],
+            "billing_rows": con.execute("select count(*) from billing_facts").fetchone()[0],
+        }
+    finally:
+        con.close()
+    if checks["unreconciled_files"]:
+        raise DataRejected(f"{checks['unreconciled_files']} file(s) do not reconcile to the cent")
+    return checks
+
+
+def _latest_day(con: duckdb.DuckDBPyConnection) -> date:
+    latest = con.execute("select max(charge_period_start) from billing_facts").fetchone()[0]
+    return latest.date() if latest else datetime.now(UTC).date()
+
+
+def _as_of(run: RunContext, con: duckdb.DuckDBPyConnection) -> date:
+    return run.as_of or _latest_day(con)
+
+
+def fit_durations(run: RunContext) -> dict:
+    """Fit duration distributions per team (and overall) and store them with history."""
+    from athanor import durations
+
+    con = run.connect()
+    try:
+        as_of = _as_of(run, con)
+        frame = con.execute(sql("marts/job_durations")).df()
+        if frame.empty:
+            return {"groups": 0}
+        group_by = [c.strip() for c in str(run.params.get("group_by", "team")).split(",") if c.strip()]
+        fits = durations.fit_groups(frame, group_by)
+        records = [f.to_record() for f in fits]
+        previous = [
+            json.loads(r[0])
+            for r in con.execute(
+                """select record from duration_fits
+                   where run_id = (select run_id from duration_fits where run_id <> ? and group_by = ?
+                                   order by as_of desc, run_id desc limit 1)""",
+                [run.run_id, ",".join(group_by)],
+            ).fetchall()
+        ]
+        flags = {f["group"]: f.get("reason", "drift") for f in durations.compare_fits(previous, records)}
+        with transaction(con):
+            con.execute("delete from duration_fits where run_id = ?", [run.run_id])
+            for r in records:
+                con.execute(
+                    "insert into duration_fits values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [run.run_id, as_of, ",".join(group_by), r["group"], r["n"], r["censored"], r["family"],
+                     json.dumps(r["params"]), r.get("aic"), r.get("bic"), r.get("ks"), r.get("ks_pvalue"),
+                     r.get("p50_s"), r.get("p90_s"), r.get("p99_s"), r.get("share_jobs_under_48h"),
+                     r.get("share_gpu_hours_under_48h"), flags.get(r["group"]), json.dumps(r, default=str)],
+                )
+    finally:
+        con.close()
+    return {"groups": len(records), "drift": flags}
+
+
+def recommend_mix(run: RunContext, fits: dict | None = None) -> dict:
+    """Commitments per pool, savings plan, spot share and their walk-forward backtest."""
+    from athanor import recommend
+
+    con = run.connect()
+    try:
+        as_of = _as_of(run, con)
+        result = recommend.recommend_purchases(con, run.run_id, as_of)
+    finally:
+        con.close()
+    return result
+
+
+def recommend_lifecycle(run: RunContext) -> dict:
+    """Checkpoint-storage policies per bucket, priced over 12 months."""
+    from athanor import recommend
+
+    con = run.connect()
+    try:
+        as_of = _as_of(run, con)
+        result = recommend.recommend_storage(
+            con, run.run_id, as_of, apply=bool(run.params.get("apply_lifecycle")), settings=run.settings
+        )
+    finally:
+        con.close()
+    return result
+
+
+def publish(run: RunContext, *upstream: dict) -> dict:
+    """Render the report and publish the analysts' snapshot."""
+    from athanor.report import build_report
+
+    con = run.connect()
+    try:
+        as_of = _as_of(run, con)
+        paths = build_report(con, as_of, run.settings.reports, run.run_id)
+        snapshot = publish_snapshot(con, run.settings.warehouse, run.settings.snapshot)
+    finally:
+        con.close()
+    return {"report": str(paths.html), "snapshot": str(snapshot), "as_of": as_of.isoformat()}
+
+
+def _record_stage(run: RunContext, stage: str, status: str, summary: dict) -> None:
+    con = run.connect()
+    try:
+        now = datetime.now(UTC).replace(tzinfo=None)
+        con.execute(
+            "insert or replace into pipeline_runs values (?, ?, ?, ?, ?, ?, ?)",
+            [run.run_id, stage, run.as_of, now, now, status, json.dumps(summary, default=str)],
+        )
+    finally:
+        con.close()

@@ -1,0 +1,40 @@
+-- Grain: one row per week (Monday 00:00 UTC) with commitment utilisation and coverage.
+-- Utilisation: amortised cost of used commitment / cost of all commitment (used + unused).
+-- Coverage: instance-hours run on a commitment / instance-hours that a commitment could
+-- have covered (usage lines, spot excluded: spot is not eligible for reservations).
+with usage as (
+    select
+        cast(date_trunc('week', charge_period_start) as date) as week,
+        commitment_discount_status,
+        charge_category,
+        pricing_category,
+        effective_cost,
+        x_usage_hours
+    from billing_facts
+    where charge_period_start >= $start
+      and charge_period_start < $end
+),
+
+final as (
+    select
+        week,
+        coalesce(sum(effective_cost) filter (where commitment_discount_status = 'Used'), 0) as used_usd,
+        coalesce(sum(effective_cost) filter (where commitment_discount_status = 'Unused'), 0) as unused_usd,
+        coalesce(sum(x_usage_hours) filter (
+            where charge_category = 'Usage' and commitment_discount_status = 'Used'), 0) as committed_hours,
+        coalesce(sum(x_usage_hours) filter (
+            where charge_category = 'Usage'
+              and coalesce(pricing_category, '') <> 'Dynamic'
+              and commitment_discount_status is distinct from 'Unused'), 0) as eligible_hours
+    from usage
+    group by week
+)
+
+select
+    week,
+    cast(used_usd as double) as used_usd,
+    cast(unused_usd as double) as unused_usd,
+    cast(committed_hours as double) as committed_hours,
+    cast(eligible_hours as double) as eligible_hours
+from final
+order by week
