@@ -17,13 +17,21 @@ REPORT_ASSET = Asset(name="athanor_report", uri="x-athanor://reports/latest")
 
 def run_stage(name: str, context: Any, *inputs: Any) -> dict:
     """Run one stage of the nightly flow; bad data fails at once (a retry cannot fix it)."""
-    from airflow.exceptions import AirflowFailException
+    from airflow.sdk.exceptions import AirflowFailException
 
     from athanor.errors import DataRejected
     from athanor.orchestration import run_stage as run
 
+    def s3_client():
+        # Resolved only when a stage reads a bucket, never at parse time.
+        from airflow.providers.amazon.aws.hooks.s3 import S3Hook
+
+        from athanor.settings import Settings
+
+        return S3Hook(aws_conn_id=Settings.from_env().landing_conn_id).get_conn()
+
     try:
-        return run(name, context, *inputs)
+        return run(name, context, *inputs, s3_client=s3_client)
     except DataRejected as exc:
         raise AirflowFailException(str(exc)) from None
 

@@ -81,6 +81,49 @@ def _cmd_query(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _cmd_durations(args: argparse.Namespace, settings: Settings) -> int:
+    from athanor import durations
+
+    try:
+        frame = durations.load_durations(args.file)
+    except (ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    group_by = [c.strip() for c in args.group_by.split(",")] if args.group_by else []
+    missing = [c for c in group_by if c not in frame.columns]
+    if missing:
+        print(f"error: {Path(args.file).name}: no column {', '.join(missing)} to group by", file=sys.stderr)
+        return 1
+    fits = durations.fit_groups(
+        frame, group_by, gof_replicates=args.bootstrap, ci_replicates=args.bootstrap
+    )
+    records = [f.to_record() for f in fits]
+    print(json.dumps(records, indent=2, default=_json_default) if args.format == "json" else durations.format_table(records))
+    return 0
+
+
+def _cmd_commit_plan(args: argparse.Namespace, settings: Settings) -> int:
+    from athanor import mix
+
+    try:
+        units = mix.read_demand_csv(args.demand)
+    except (ValueError, OSError, KeyError) as exc:
+        print(f"error: {Path(args.demand).name}: {exc}", file=sys.stderr)
+        return 1
+    plan = mix.commit_plan(
+        units, args.on_demand_rate, args.commit_rate, upfront_fraction=args.upfront_fraction,
+        term_months=args.term_months,
+    )
+    if args.format == "json":
+        print(json.dumps(plan.to_dict(), indent=2, default=_json_default))
+    else:
+        d = plan.to_dict()
+        keys = ["commit_units", "expected_cost", "on_demand_cost", "estimated_monthly_savings_amount",
+                "savings_pct", "utilization", "coverage", "break_even_months", "upfront_cost", "recurring_hourly_cost"]
+        print(format_rows(["field", "value"], [(k, d[k]) for k in keys], "table"))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="athanor", description="GPU cloud-bill analytics on DuckDB")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -95,6 +138,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warehouse")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.set_defaults(func=_cmd_query)
+
+    p = sub.add_parser("durations", help="fit task-duration distributions to a job-run or durations file")
+    p.add_argument("file", help="job-run CSV/Parquet (canonical schema) or a one-column CSV of seconds")
+    p.add_argument("--group-by", help="comma-separated columns, e.g. team or team,model")
+    p.add_argument("--bootstrap", type=int, default=49, help="bootstrap replicates for CIs and the fit p-value")
+    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.set_defaults(func=_cmd_durations)
+
+    p = sub.add_parser("commit-plan", help="cost-minimising commitment for an hourly demand series")
+    p.add_argument("demand", help="CSV with columns hour, units")
+    p.add_argument("--on-demand-rate", type=float, required=True, help="$ per unit-hour on demand")
+    p.add_argument("--commit-rate", type=float, required=True, help="effective $ per unit-hour committed")
+    p.add_argument("--upfront-fraction", type=float, default=0.0, help="0 no upfront, 1 all upfront")
+    p.add_argument("--term-months", type=int, default=12)
+    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.set_defaults(func=_cmd_commit_plan)
     return parser
 
 

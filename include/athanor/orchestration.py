@@ -38,7 +38,13 @@ def run_id_from(context: Mapping[str, Any]) -> str:
     return str(context.get("run_id") or f"manual__{datetime.now(UTC):%Y%m%dT%H%M%S}")
 
 
-def run_stage(name: str, context: Mapping[str, Any], *inputs: Any, settings: Settings | None = None) -> dict:
+def run_stage(
+    name: str,
+    context: Mapping[str, Any],
+    *inputs: Any,
+    settings: Settings | None = None,
+    s3_client: Callable[[], Any] | None = None,
+) -> dict:
     """Run stage `name` for the run described by `context`; returns a small JSON-able summary."""
     settings = settings or Settings.from_env()
     stages: dict[str, Callable[..., dict]] = {
@@ -55,5 +61,6 @@ def run_stage(name: str, context: Mapping[str, Any], *inputs: Any, settings: Set
         as_of=as_of_from(context),
         params=_params(context),
         settings=settings,
+        s3_client=s3_client,
     )
     return stages[name](run, *inputs)

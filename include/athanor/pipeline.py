@@ -31,6 +31,8 @@ class RunContext:
     as_of: date | None  # None: "the latest day in the warehouse"
     params: dict[str, Any]
     settings: Settings
+    # Builds a boto3 S3 client for bucket sources (from an Airflow connection in a task).
+    s3_client: Callable[[], Any] | None = None
 
     def connect(self) -> duckdb.DuckDBPyConnection:
         s = self.settings
@@ -46,16 +48,6 @@ class IngestOutcome:
 
 
 # ---------------------------------------------------------------------------- ingest
-
-
-def _data_files(path: Path) -> list[Path]:
-    if path.is_file():
-        return [path]
-    return sorted(
-        p
-        for p in path.rglob("*")
-        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
-    )
 
 
 def classify(con: duckdb.DuckDBPyConnection, file: Path) -> str:
@@ -93,38 +85,59 @@ def ingest_paths(
     paths: list[Path], warehouse: Path, *, settings: Settings, as_of: date | None = None
 ) -> IngestOutcome:
     """Load every delivery found under `paths`; a bad one is reported and the rest still load."""
+    from athanor import landing
+
+    deliveries: list[tuple[str, list[Path], bool]] = []  # (uri, files, given explicitly)
     outcome = IngestOutcome()
+    for root in paths:
+        if not root.exists():
+            outcome.errors.append(f"{root}: no such file or folder")
+        elif root.is_file():
+            deliveries.append((str(root), [root], True))
+        else:
+            for d in landing.list_deliveries(str(root)):
+                if d.ready:
+                    deliveries.append((d.uri, landing.fetch(d, settings.home / ".cache" / "landing"), False))
+                else:
+                    outcome.lines.append(f"{d.uri}: waiting for parts {', '.join(d.missing)}; not loaded yet")
+    return ingest_deliveries(deliveries, warehouse, settings=settings, as_of=as_of, outcome=outcome)
+
+
+def ingest_deliveries(
+    deliveries: list[tuple[str, list[Path], bool]],
+    warehouse: Path,
+    *,
+    settings: Settings,
+    as_of: date | None = None,
+    outcome: IngestOutcome | None = None,
+) -> IngestOutcome:
+    """Load deliveries given as (uri, local files, files named explicitly by the user)."""
+    outcome = outcome or IngestOutcome()
+    job_as_of = datetime.combine(as_of, datetime.max.time()) if as_of else None
     con = connect(warehouse, memory_limit=settings.duckdb_memory_limit, threads=settings.duckdb_threads)
     try:
-        billing: dict[Path, list[Path]] = defaultdict(list)
-        by_kind: dict[str, list[Path]] = defaultdict(list)
-        for root in paths:
-            if not root.exists():
-                outcome.errors.append(f"{root}: no such file or folder")
-                continue
-            for file in _data_files(root):
+        for uri, files, explicit in deliveries:
+            by_kind: dict[str, list[Path]] = defaultdict(list)
+            for file in files:
                 try:
-                    kind = classify(con, file)
+                    by_kind[classify(con, file)].append(file)
                 except IngestError as exc:
                     outcome.errors.append(str(exc))
                     outcome.failed.append([file])
-                    continue
-                if kind == "billing":
-                    # The files of one folder form one delivery (multi-part exports).
-                    billing[file.parent if root.is_dir() else file].append(file)
-                elif kind == "unknown":
-                    if root.is_file():
-                        outcome.errors.append(f"{file.name}: not a known billing, job-log or inventory format")
-                        outcome.failed.append([file])
-                else:
-                    by_kind[kind].append(file)
-        for files in billing.values():
-            _load(outcome, con, files, "billing", lambda fs: ingest_billing(con, fs).summary())
-        job_as_of = datetime.combine(as_of, datetime.max.time()) if as_of else None
-        for file in by_kind["jobs"]:
-            _load(outcome, con, [file], "jobs", lambda fs: ingest_job_file(con, fs[0], job_as_of))
-        for file in by_kind["inventory"]:
-            _load(outcome, con, [file], "inventory", lambda fs: ingest_inventory(con, fs[0]))
+            if by_kind["billing"]:
+                # The billing files of one delivery load together (multi-part exports).
+                _load(outcome, con, by_kind["billing"], "billing",
+                      lambda fs, uri=uri: ingest_billing(con, fs, source_uri=uri).summary())
+            for file in by_kind["jobs"]:
+                _load(outcome, con, [file], "jobs", lambda fs: ingest_job_file(con, fs[0], job_as_of))
+            for file in by_kind["inventory"]:
+                _load(outcome, con, [file], "inventory", lambda fs: ingest_inventory(con, fs[0]))
+            if explicit:
+                # Inside a folder, files of no known format (e.g. inventory data parts) are not
+                # deliveries of their own; a file the user named explicitly must be one.
+                for file in by_kind["unknown"]:
+                    outcome.errors.append(f"{file.name}: not a known billing, job-log or inventory format")
+                    outcome.failed.append([file])
     finally:
         con.close()
     return outcome
@@ -226,23 +239,34 @@ def _is_date(text: str) -> bool:
 
 
 def land(run: RunContext) -> dict:
-    """Resolve the landing source for this run to local paths."""
+    """List the deliveries at the landing source; mirror a bucket's into the local cache."""
     from athanor import landing
 
-    source = run.params.get("source") or run.settings.landing
-    root = landing.materialize(source, run.settings)
-    return {"source": source, "root": str(root), "as_of": run.as_of.isoformat() if run.as_of else None}
+    source = str(run.params.get("source") or run.settings.landing)
+    client = run.s3_client() if landing.is_s3(source) and run.s3_client else None
+    ready, waiting = [], []
+    for d in landing.list_deliveries(source, client):
+        if not d.ready:
+            waiting.append(f"{d.uri}: waiting for parts {', '.join(d.missing)}")
+        elif run.params.get("dry_run"):
+            ready.append({"uri": d.uri, "files": [o.key for o in d.objects]})
+        else:
+            files = landing.fetch(d, run.settings.home / ".cache" / "landing", client)
+            ready.append({"uri": d.uri, "files": [str(f) for f in files]})
+    return {"source": source, "deliveries": ready, "waiting": waiting}
 
 
 def load(run: RunContext, landed: dict) -> dict:
     """Load every new delivery; quarantine the bad ones and fail naming each of them."""
-    root = Path(landed["root"])
     if run.params.get("dry_run"):
-        files = _data_files(root)
-        return {"dry_run": True, "files": [str(f.relative_to(root)) for f in files]}
-    outcome = ingest_paths([root], run.settings.warehouse, settings=run.settings, as_of=run.as_of)
-    quarantined = [str(quarantine(files, reason, run)) for files, reason in zip(outcome.failed, outcome.errors, strict=True)]
-    summary = {"loaded": outcome.lines, "errors": outcome.errors, "quarantined": quarantined}
+        return {"dry_run": True, "deliveries": landed["deliveries"], "waiting": landed["waiting"]}
+    deliveries = [(d["uri"], [Path(f) for f in d["files"]], False) for d in landed["deliveries"]]
+    outcome = ingest_deliveries(deliveries, run.settings.warehouse, settings=run.settings, as_of=run.as_of)
+    quarantined = [
+        str(quarantine(files, reason, run)) for files, reason in zip(outcome.failed, outcome.errors, strict=True)
+    ]
+    summary = {"loaded": outcome.lines, "waiting": landed["waiting"], "errors": outcome.errors,
+               "quarantined": quarantined}
     _record_stage(run, "load", "failed" if outcome.errors else "success", summary)
     if outcome.errors:
         raise DataRejected(
