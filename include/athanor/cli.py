@@ -124,6 +124,45 @@ def _cmd_commit_plan(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
+    from athanor import demo, demo_storage
+
+    out = Path(args.out)
+    as_of = date.fromisoformat(args.as_of) if args.as_of else None
+    cfg = demo.DemoConfig(seed=args.seed, **({"end_date": as_of} if as_of else {}))
+    summary = demo.generate_landing(out, cfg, as_of=as_of)
+    day = as_of or cfg.end_date
+    demo_storage.generate_inventory(out / "inventory", day, seed=args.seed)
+    demo_storage.generate_ebs(out / "ebs", day, seed=args.seed)
+    files = summary.get("files", [])
+    print(f"demo exports for {cfg.days} days to {day} (seed {args.seed}): {len(files)} files in {out}")
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    """Run the whole nightly flow in this process (what the two DAGs do, without Airflow)."""
+    from athanor.errors import DataRejected
+    from athanor.orchestration import run_stage
+
+    context = {"params": {"as_of": args.as_of, "source": args.source}, "run_id": args.run_id}
+    try:
+        landed = run_stage("land", context, settings=settings)
+        loaded = run_stage("load", context, landed, settings=settings)
+        run_stage("validate", context, loaded, settings=settings)
+        for line in loaded.get("loaded", []):
+            print(line)
+        fits = run_stage("fit_durations", context, settings=settings)
+        mix = run_stage("recommend_mix", context, fits, settings=settings)
+        lifecycle = run_stage("recommend_lifecycle", context, settings=settings)
+        published = run_stage("publish", context, mix, lifecycle, settings=settings)
+    except DataRejected as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(mix.get("explanation", ""))
+    print(f"report: {published['report']}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="athanor", description="GPU cloud-bill analytics on DuckDB")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -154,6 +193,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--term-months", type=int, default=12)
     p.add_argument("--format", choices=["table", "json"], default="table")
     p.set_defaults(func=_cmd_commit_plan)
+
+    p = sub.add_parser("demo", help="write realistic demo exports (billing, job logs, inventory) to a folder")
+    p.add_argument("--out", default="landing")
+    p.add_argument("--as-of", help="delivery day (default: the demo's last day, 2026-11-30)")
+    p.add_argument("--seed", type=int, default=7)
+    p.set_defaults(func=_cmd_demo)
+
+    p = sub.add_parser("run", help="run the whole nightly flow here, without Airflow")
+    p.add_argument("--as-of", help="the day to run for (default: latest day in the warehouse)")
+    p.add_argument("--source", help="folder or s3://bucket/prefix (default: $ATHANOR_LANDING)")
+    p.add_argument("--run-id", default=f"cli__{datetime.now():%Y%m%dT%H%M%S}")
+    p.set_defaults(func=_cmd_run)
     return parser
 
 
