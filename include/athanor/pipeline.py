@@ -54,9 +54,10 @@ def classify(con: duckdb.DuckDBPyConnection, file: Path) -> str:
     """'billing', 'jobs', 'inventory', 'ebs' or 'unknown', from the file's content."""
     from athanor import jobs
 
-    if file.name == "manifest.json" or _json_keys(file) & {"fileSchema", "sourceBucket"}:
+    keys = _json_keys(file)
+    if {"fileSchema", "sourceBucket"} <= keys:
         return "inventory"
-    if _json_keys(file) & {"Volumes", "Snapshots"}:
+    if keys & {"Volumes", "Snapshots"}:
         return "ebs"
     try:
         if sources.detect(list(read_columns(con, file))) is not None:
@@ -132,6 +133,8 @@ def ingest_deliveries(
                 _load(outcome, con, [file], "jobs", lambda fs: ingest_job_file(con, fs[0], job_as_of))
             for file in by_kind["inventory"]:
                 _load(outcome, con, [file], "inventory", lambda fs: ingest_inventory(con, fs[0]))
+            for file in by_kind["ebs"]:
+                _load(outcome, con, [file], "ebs", lambda fs: ingest_ebs(con, fs[0]))
             if explicit:
                 # Inside a folder, files of no known format (e.g. inventory data parts) are not
                 # deliveries of their own; a file the user named explicitly must be one.
@@ -201,30 +204,52 @@ def ingest_job_file(con: duckdb.DuckDBPyConnection, file: Path, as_of: datetime 
 def ingest_inventory(con: duckdb.DuckDBPyConnection, manifest: Path) -> str:
     """Load one S3 Inventory delivery; it replaces the bucket's previous inventory."""
     from athanor import lifecycle
+    from athanor.storage.checkpoints import index_checkpoints
 
-    files = [manifest, *sorted((manifest.parent / "data").glob("*"))]
-    digest, size = checksum(files)
+    # The manifest lists every data file with its MD5: a changed part changes the manifest.
+    digest, size = checksum([manifest])
     load_id = digest[:16]
     if _already_loaded(con, load_id):
         return f"{manifest.parent.name}/manifest.json: unchanged since load {load_id}, skipped"
     frame = lifecycle.read_inventory(manifest)
-    inventory_date = manifest.parent.name[:10]
-    groups = lifecycle.checkpoint_keys(frame)
-    frame = frame.assign(
-        load_id=load_id,
-        inventory_date=date.fromisoformat(inventory_date) if _is_date(inventory_date) else date.today(),
-        run_id=groups["run"],
-        step=groups["step"],
-    )
+    stamp = manifest.parent.name[:10]  # AWS names the folder <date>T<hh>-<mm>Z
+    inventory_date = date.fromisoformat(stamp) if _is_date(stamp) else datetime.now(UTC).date()
+    index = index_checkpoints(frame, inventory_date).objects
+    frame = frame.assign(load_id=load_id, inventory_date=inventory_date, run_id=index["run"].to_numpy(),
+                         step=index["step"].to_numpy())
     with transaction(con):
         con.register("incoming_objects", frame)
         con.execute("delete from storage_objects where bucket in (select distinct bucket from incoming_objects)")
         columns = [r[0] for r in con.execute("describe storage_objects").fetchall()]
         con.execute(f"insert into storage_objects by name select {', '.join(columns)} from incoming_objects")
         con.unregister("incoming_objects")
-        _ledger(con, load_id, "inventory", "s3_inventory", files, digest, size, len(frame))
+        _ledger(con, load_id, "inventory", "s3_inventory", [manifest], digest, size, len(frame))
     total_gb = frame["size_bytes"].sum() / 1e9
     return f"{manifest.parent.name}/manifest.json: S3 inventory, {len(frame):,} object versions, {total_gb:,.0f} GB"
+
+
+def ingest_ebs(con: duckdb.DuckDBPyConnection, file: Path) -> str:
+    """Load a DescribeVolumes / DescribeSnapshots listing; it replaces the previous one of its kind."""
+    from athanor.storage.inventory import read_ebs
+
+    digest, size = checksum([file])
+    load_id = digest[:16]
+    if _already_loaded(con, load_id):
+        return f"{file.name}: unchanged since load {load_id}, skipped"
+    document = json.loads(file.read_text())
+    kind = "volumes" if "Volumes" in document else "snapshots"
+    parsed = read_ebs(document if kind == "volumes" else None, document if kind == "snapshots" else None)
+    items = len(parsed.volumes if kind == "volumes" else parsed.snapshots)
+    with transaction(con):
+        con.execute("insert or replace into ebs_listings values (?, ?, ?, ?, ?)",
+                    [load_id, kind, file.name, items, json.dumps(document)])
+        _ledger(con, load_id, "ebs", f"ebs_{kind}", [file], digest, size, items)
+    return f"{file.name}: EBS {kind}, {items:,} items"
+
+
+def _safe(name: str) -> str:
+    """A run id as a folder name (Airflow's contain ':' and '+')."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
 
 def _is_date(text: str) -> bool:
@@ -278,7 +303,7 @@ def load(run: RunContext, landed: dict) -> dict:
 
 def quarantine(files: list[Path], reason: str, run: RunContext) -> Path:
     """Move a rejected delivery out of the landing area, with the reason beside it."""
-    target = run.settings.quarantine / run.run_id.replace(":", "_").replace("/", "_") / files[0].parent.name
+    target = run.settings.quarantine / _safe(run.run_id) / files[0].parent.name
     target.mkdir(parents=True, exist_ok=True)
     for file in files:
         shutil.move(str(file), target / file.name)
@@ -368,8 +393,11 @@ def recommend_lifecycle(run: RunContext) -> dict:
     con = run.connect()
     try:
         as_of = _as_of(run, con)
+        apply = bool(run.params.get("apply_lifecycle"))
         result = recommend.recommend_storage(
-            con, run.run_id, as_of, apply=bool(run.params.get("apply_lifecycle")), settings=run.settings
+            con, run.run_id, as_of, apply=apply,
+            artifacts_dir=run.settings.artifacts / _safe(run.run_id),
+            s3_client=run.s3_client() if apply and run.s3_client else None,
         )
     finally:
         con.close()

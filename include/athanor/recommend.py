@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -235,3 +236,79 @@ def _store_mix(
             con.register("bt", backtests)
             con.execute("insert into backtests by name select ? as run_id, ? as as_of, * from bt", [run_id, as_of])
             con.unregister("bt")
+
+
+def recommend_storage(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    as_of: date,
+    *,
+    apply: bool = False,
+    artifacts_dir: Path | None = None,
+    s3_client: Any = None,
+) -> dict[str, Any]:
+    """Checkpoint-storage policies from the latest inventories and EBS listings."""
+    from athanor import lifecycle
+    from athanor.storage.inventory import read_ebs
+
+    columns = ["bucket", "key", "version_id", "is_latest", "is_delete_marker", "size_bytes", "last_modified",
+               "storage_class", "it_access_tier", "etag"]
+    inventory = con.execute(f"select {', '.join(columns)} from storage_objects order by bucket, key, last_modified").df()
+    listings = dict(con.execute("select kind, document from ebs_listings").fetchall())
+    ebs = None
+    if listings:
+        ebs = read_ebs(
+            json.loads(listings["volumes"]) if "volumes" in listings else None,
+            json.loads(listings["snapshots"]) if "snapshots" in listings else None,
+        )
+    if inventory.empty and ebs is None:
+        return {"buckets": 0, "note": "no storage inventory loaded"}
+    existing = None
+    if s3_client is not None:
+        from athanor.storage.apply import get_lifecycle
+
+        existing = {b: get_lifecycle(s3_client, b) for b in inventory["bucket"].unique()}
+    rec = lifecycle.recommend_lifecycle(inventory, ebs, as_of=as_of, existing_configs=existing)
+    detail = rec.to_dict()
+    applied = []
+    if apply:
+        if s3_client is None or artifacts_dir is None:
+            raise ValueError("applying lifecycle rules needs a bucket connection and an artifacts folder")
+        for bucket, config in rec.configs.items():
+            result = lifecycle.apply_lifecycle(s3_client, bucket, config, artifacts_dir, dry_run=False)
+            applied.append(result.to_dict())
+    rows = []
+    for p in rec.prefixes:
+        saving_year = p.before.total - p.after.total
+        if p.chosen == lifecycle.DO_NOTHING.name() or saving_year <= 0:
+            continue
+        rows.append(("lifecycle", f"s3://{p.bucket}/{p.prefix}", f"Set lifecycle policy '{p.chosen}' on s3://{p.bucket}/{p.prefix}",
+                     p.before.total / rec.horizon_months, p.after.total / rec.horizon_months, saving_year, p.to_dict()))
+    if rec.ebs and rec.ebs.actions:
+        before, after = rec.ebs.before.total, rec.ebs.after.total
+        rows.append(("ebs", "EBS volumes and snapshots", f"Clean up {len(rec.ebs.actions)} idle EBS volumes/snapshots",
+                     before / rec.horizon_months, after / rec.horizon_months, before - after, rec.ebs.to_dict()))
+    summary_detail = {**detail, "applied": applied}
+    with transaction(con):
+        con.execute("delete from recommendations where run_id = ? and kind in ('lifecycle', 'ebs', 'storage')", [run_id])
+        for kind, scope, action, before_m, after_m, saving_year, d in rows:
+            con.execute(
+                """insert into recommendations (run_id, as_of, kind, scope, action, current_monthly_cost,
+                       estimated_monthly_cost, estimated_monthly_savings_amount, estimated_savings_percentage,
+                       risk, assumptions, detail)
+                   values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                [run_id, as_of, kind, scope, action, _money(before_m), _money(after_m),
+                 _money(saving_year / rec.horizon_months),
+                 100.0 * (before_m - after_m) / before_m if before_m else 0.0,
+                 "protected checkpoints (latest per run, keep-tagged) are never expired",
+                 json.dumps(detail["assumptions"], default=str), json.dumps(d, default=str)],
+            )
+        con.execute(
+            """insert into recommendations (run_id, as_of, kind, scope, action, current_monthly_cost,
+                   estimated_monthly_cost, estimated_monthly_savings_amount, detail)
+               values (?, ?, 'storage', 'all buckets', ?, ?, ?, ?, ?)""",
+            [run_id, as_of, f"Checkpoint storage: save ${rec.savings_year_usd:,.0f} a year",
+             _money(rec.before.total / rec.horizon_months), _money(rec.after.total / rec.horizon_months),
+             _money(rec.savings_month_usd), json.dumps(summary_detail, default=str)],
+        )
+    return {"buckets": len(rec.configs), "savings_year_usd": round(rec.savings_year_usd, 2), "applied": len(applied)}

@@ -47,10 +47,13 @@ def connect(
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> None:
-    """Apply every `sql/schema/*.sql` in name order; each is idempotent."""
+    """Reload the reference tables, then apply every `sql/schema/*.sql` in name order (each idempotent).
+
+    Reference data first: the catalog comments in the schema folder describe it too.
+    """
+    con.execute(sql("reference/instance_types"), {"path": str(PACKAGE_DATA / "instance_types.csv")})
     for file in sorted((SQL_DIR / "schema").glob("*.sql")):
         con.execute(file.read_text())
-    con.execute(sql("reference/instance_types"), {"path": str(PACKAGE_DATA / "instance_types.csv")})
 
 
 @contextmanager

@@ -1,5 +1,5 @@
 -- Grain: one row per data-quality rule checked by the latest validation run on or before
--- $end (every column of dq_results; the report picks the ones it shows by name).
+-- $end, failures first.
 with chosen as (
     select run_id
     from dq_results
@@ -8,7 +8,18 @@ with chosen as (
     limit 1
 )
 
-select d.*
+select
+    d.suite,
+    d.table_name,
+    d.rule,
+    d.column_name,
+    d.severity,
+    d.success,
+    d.unexpected_count,
+    d.examples,
+    d.files,
+    d.exception,
+    d.checked_at
 from dq_results as d
 join chosen using (run_id)
-order by d.success, d.severity, d.rule
+order by d.success, d.severity, d.suite, d.rule, d.column_name

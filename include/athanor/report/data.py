@@ -1,0 +1,387 @@
+"""Everything the report shows, read from the warehouse into typed records (one query per file in sql/report/)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from typing import Any
+
+import duckdb
+
+from athanor.warehouse import sql
+
+PERIOD_DAYS = 30  # "this period": the 30 days ending on as_of, compared with the 30 before
+WEEKS = 13  # a quarter of weekly history in the spend charts
+MAX_DURATION_GROUPS = 12  # histograms drawn; the fits table lists every group
+TOP_PREFIXES = 15
+AGE_BANDS = ("< 30 d", "30–90 d", "90–180 d", "180–365 d", "> 1 y", "unknown")
+SPEND_DIMENSIONS = ("pricing_category", "team", "instance_family", "service")
+
+
+@dataclass(frozen=True)
+class Windows:
+    """The date windows of one report, all half-open [start, end) in UTC."""
+
+    as_of: date
+    period_start: date
+    period_end: date
+    previous_start: date
+    weeks_start: date
+
+    @classmethod
+    def for_day(cls, as_of: date) -> Windows:
+        period_end = as_of + timedelta(days=1)
+        period_start = period_end - timedelta(days=PERIOD_DAYS)
+        monday = as_of - timedelta(days=as_of.weekday())
+        return cls(
+            as_of=as_of,
+            period_start=period_start,
+            period_end=period_end,
+            previous_start=period_start - timedelta(days=PERIOD_DAYS),
+            weeks_start=monday - timedelta(weeks=WEEKS - 1),
+        )
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    kind: str
+    scope: str
+    action: str
+    run_id: str
+    as_of: date
+    recommended_quantity: float | None
+    hourly_commitment: float | None
+    term_months: int | None
+    upfront_cost: float | None
+    recurring_monthly_cost: float | None
+    estimated_monthly_cost: float | None
+    current_monthly_cost: float | None
+    estimated_monthly_savings_amount: float | None
+    estimated_savings_percentage: float | None
+    average_utilization: float | None
+    coverage: float | None
+    break_even_months: float | None
+    risk: str | None
+    assumptions: dict[str, Any] | None
+    detail: dict[str, Any] | None
+
+    @property
+    def lifecycle_configuration(self) -> dict[str, Any] | None:
+        """The S3 lifecycle configuration (boto3's shape) of a lifecycle recommendation."""
+        if self.kind != "lifecycle" or not isinstance(self.detail, dict):
+            return None
+        config = self.detail.get("lifecycle_configuration")
+        return config if isinstance(config, dict) else None
+
+
+@dataclass(frozen=True)
+class WeeklySpend:
+    week: date
+    dimension: str  # one of SPEND_DIMENSIONS
+    label: str
+    cost_usd: float
+
+
+@dataclass(frozen=True)
+class CommitmentWeek:
+    week: date
+    used_usd: float
+    unused_usd: float
+    committed_hours: float
+    eligible_hours: float
+
+    @property
+    def utilisation(self) -> float | None:
+        held = self.used_usd + self.unused_usd
+        return self.used_usd / held if held > 0 else None
+
+    @property
+    def coverage(self) -> float | None:
+        return self.committed_hours / self.eligible_hours if self.eligible_hours > 0 else None
+
+
+@dataclass(frozen=True)
+class Commitment:
+    commitment_discount_id: str
+    name: str | None
+    category: str | None  # Spend (savings plan) | Usage (reservation)
+    type: str | None
+    used_usd: float
+    unused_usd: float
+
+    @property
+    def utilisation(self) -> float | None:
+        held = self.used_usd + self.unused_usd
+        return self.used_usd / held if held > 0 else None
+
+
+@dataclass(frozen=True)
+class BacktestRow:
+    scenario: str
+    policy: str
+    months: int
+    first_month: str
+    last_month: str
+    cost_usd: float
+    on_demand_cost_usd: float
+    savings_pct: float | None
+    mean_regret_pct: float | None
+
+
+@dataclass(frozen=True)
+class DurationGroup:
+    """One fitted workload group and the observed durations of its jobs."""
+
+    group_by: str
+    group_key: str
+    n: int
+    censored: int
+    family: str
+    params: dict[str, Any]
+    aic: float | None
+    ks: float | None
+    ks_pvalue: float | None
+    p50_s: float | None
+    p90_s: float | None
+    p99_s: float | None
+    share_jobs_under_48h: float | None
+    share_gpu_hours_under_48h: float | None
+    drift_flag: str | None
+    durations_s: tuple[float, ...] = ()
+    censored_flags: tuple[bool, ...] = ()
+
+
+@dataclass(frozen=True)
+class StorageCell:
+    storage_class: str
+    age_band: str
+    objects: int
+    size_bytes: int
+
+
+@dataclass(frozen=True)
+class PrefixUsage:
+    bucket: str
+    prefix: str
+    objects: int
+    size_bytes: int
+    noncurrent_bytes: int
+    oldest_days: int | None
+
+
+@dataclass(frozen=True)
+class DQResult:
+    rule: str
+    severity: str | None
+    success: bool
+    unexpected_count: int | None
+    examples: str | None
+    where: str | None  # table / column / file the rule ran on, when dq_results says
+    checked_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Spend:
+    cost_usd: float
+    previous_cost_usd: float
+    line_items: int
+    currencies: tuple[str, ...]
+    billing_through: datetime | None
+
+    @property
+    def change_pct(self) -> float | None:
+        if self.previous_cost_usd == 0:
+            return None
+        return 100.0 * (self.cost_usd - self.previous_cost_usd) / abs(self.previous_cost_usd)
+
+
+@dataclass(frozen=True)
+class ReportData:
+    windows: Windows
+    run_id: str
+    spend: Spend
+    weekly_spend: list[WeeklySpend] = field(default_factory=list)
+    commitment_weeks: list[CommitmentWeek] = field(default_factory=list)
+    commitments: list[Commitment] = field(default_factory=list)
+    recommendations: list[Recommendation] = field(default_factory=list)
+    backtest: list[BacktestRow] = field(default_factory=list)
+    durations: list[DurationGroup] = field(default_factory=list)
+    storage: list[StorageCell] = field(default_factory=list)
+    prefixes: list[PrefixUsage] = field(default_factory=list)
+    dq: list[DQResult] | None = None  # None: no dq_results table in this warehouse
+
+    @property
+    def as_of(self) -> date:
+        return self.windows.as_of
+
+    @property
+    def top_actions(self) -> list[Recommendation]:
+        """The three actions that save the most per month (positive savings only)."""
+        saving = [r for r in self.recommendations if (r.estimated_monthly_savings_amount or 0) > 0]
+        return sorted(saving, key=lambda r: -(r.estimated_monthly_savings_amount or 0))[:3]
+
+    @property
+    def lifecycle(self) -> list[Recommendation]:
+        return [r for r in self.recommendations if r.kind == "lifecycle"]
+
+    @property
+    def mix(self) -> list[Recommendation]:
+        return [r for r in self.recommendations if r.kind != "lifecycle"]
+
+    @property
+    def dq_failed(self) -> list[DQResult]:
+        return [r for r in self.dq or [] if not r.success]
+
+
+def _rows(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    cur = con.execute(sql(f"report/{name}"), params)
+    columns = [d[0] for d in cur.description or []]
+    return [dict(zip(columns, row, strict=True)) for row in cur.fetchall()]
+
+
+def _json(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    found = con.execute(
+        "select count(*) from duckdb_tables() where table_name = ? and schema_name = current_schema()", [name]
+    ).fetchone()
+    return bool(found and found[0])
+
+
+def _group_filter(group_key: str) -> dict[str, str] | None:
+    """'team=llm,model=gpt' -> {'team': 'llm', 'model': 'gpt'}; 'all' -> {}; unparseable -> None."""
+    if group_key == "all":
+        return {}
+    out = {}
+    for part in group_key.split(","):
+        key, sep, value = part.partition("=")
+        if not sep:
+            return None
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _durations_for(jobs: list[dict[str, Any]], group_key: str) -> tuple[tuple[float, ...], tuple[bool, ...]]:
+    wanted = _group_filter(group_key)
+    if wanted is None or (jobs and any(k not in jobs[0] for k in wanted)):
+        return (), ()  # a grouping column the report does not read: curve only
+    picked = [j for j in jobs if all(str(j[k]) == v for k, v in wanted.items())]
+    return tuple(float(j["duration_s"]) for j in picked), tuple(bool(j["censored"]) for j in picked)
+
+
+def _dq_result(row: dict[str, Any]) -> DQResult:
+    """One dq_results row (030_dq_results.sql) as the report shows it."""
+    examples = row.get("examples")
+    if isinstance(examples, list | tuple):
+        examples = "; ".join(str(e) for e in examples)
+    if row.get("exception"):
+        examples = f"could not evaluate: {row['exception']}" + (f"; {examples}" if examples else "")
+    where = [str(v) for v in (row.get("suite"), row.get("table_name"), row.get("column_name")) if v]
+    files = row.get("files")
+    if files:
+        where.append(", ".join(str(f) for f in files))
+    unexpected = row.get("unexpected_count")
+    return DQResult(
+        rule=str(row.get("rule") or "?"),
+        severity=row.get("severity"),
+        success=bool(row.get("success")),
+        unexpected_count=None if unexpected is None else int(unexpected),
+        examples=examples or None,
+        where=" · ".join(where) or None,
+        checked_at=row.get("checked_at"),
+    )
+
+
+def load_report_data(con: duckdb.DuckDBPyConnection, as_of: date, run_id: str) -> ReportData:
+    """Read every section of the report for `as_of` (windows ending that day) and run `run_id`."""
+    w = Windows.for_day(as_of)
+    week_window = {"start": w.weeks_start, "end": w.period_end}
+    run = {"as_of": as_of, "run_id": run_id}
+
+    spend_row = _rows(
+        con,
+        "spend_period",
+        {"period_start": w.period_start, "period_end": w.period_end, "previous_start": w.previous_start},
+    )[0]
+    spend = Spend(
+        cost_usd=float(spend_row["cost_usd"]),
+        previous_cost_usd=float(spend_row["previous_cost_usd"]),
+        line_items=int(spend_row["line_items"]),
+        currencies=tuple(c for c in spend_row["currencies"] or [] if c),
+        billing_through=spend_row["billing_through"],
+    )
+    weekly = [WeeklySpend(**r) for r in _rows(con, "spend_weekly", week_window)]
+    commitment_weeks = [CommitmentWeek(**r) for r in _rows(con, "commitment_weekly", week_window)]
+    commitments = [
+        Commitment(
+            commitment_discount_id=r["commitment_discount_id"],
+            name=r["commitment_discount_name"],
+            category=r["commitment_discount_category"],
+            type=r["commitment_discount_type"],
+            used_usd=r["used_usd"],
+            unused_usd=r["unused_usd"],
+        )
+        for r in _rows(con, "commitments", {"start": w.period_start, "end": w.period_end})
+    ]
+    recommendations = [
+        Recommendation(
+            **{k: v for k, v in r.items() if k not in ("assumptions", "detail", "recommended_quantity")},
+            recommended_quantity=_float(r["recommended_quantity"]),
+            assumptions=_json(r["assumptions"]),
+            detail=_json(r["detail"]),
+        )
+        for r in _rows(con, "recommendations", run)
+    ]
+    backtest = [BacktestRow(**r) for r in _rows(con, "backtest", run)]
+
+    fits = _rows(con, "duration_fits", run)
+    jobs = _rows(con, "job_durations", {"end": w.period_end}) if fits else []
+    durations = []
+    for i, r in enumerate(fits):
+        observed = _durations_for(jobs, r["group_key"]) if i < MAX_DURATION_GROUPS else ((), ())
+        params = _json(r.pop("params")) or {}
+        durations.append(
+            DurationGroup(**r, params=params, durations_s=observed[0], censored_flags=observed[1])
+        )
+
+    storage = [
+        StorageCell(r["storage_class"], AGE_BANDS[r["age_band"]], int(r["objects"]), int(r["size_bytes"]))
+        for r in _rows(con, "storage_by_class_age", {"as_of": as_of})
+    ]
+    prefixes = [
+        PrefixUsage(
+            **{**r, "size_bytes": int(r["size_bytes"]), "noncurrent_bytes": int(r["noncurrent_bytes"])}
+        )
+        for r in _rows(con, "storage_top_prefixes", {"as_of": as_of, "limit": TOP_PREFIXES})
+    ]
+    dq = (
+        [_dq_result(r) for r in _rows(con, "dq_results", {"end": w.period_end})]
+        if _has_table(con, "dq_results")
+        else None
+    )
+    return ReportData(
+        windows=w,
+        run_id=run_id,
+        spend=spend,
+        weekly_spend=weekly,
+        commitment_weeks=commitment_weeks,
+        commitments=commitments,
+        recommendations=recommendations,
+        backtest=backtest,
+        durations=durations,
+        storage=storage,
+        prefixes=prefixes,
+        dq=dq,
+    )
