@@ -4,6 +4,8 @@
 set -euo pipefail
 missing=()
 command -v chromium > /dev/null || missing+=(chromium)
+# Validates docker-compose.yaml without an engine (no Docker engine runs on these machines).
+command -v docker-compose > /dev/null || missing+=(docker-compose)
 [ ${#missing[@]} -eq 0 ] && exit 0
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 echo "installing ${missing[*]} from Debian's packages"
