@@ -254,6 +254,8 @@ def recommend_storage(
     columns = ["bucket", "key", "version_id", "is_latest", "is_delete_marker", "size_bytes", "last_modified",
                "storage_class", "it_access_tier", "etag"]
     inventory = con.execute(f"select {', '.join(columns)} from storage_objects order by bucket, key, last_modified").df()
+    # The warehouse keeps UTC as naive timestamps; the storage model works in aware UTC.
+    inventory["last_modified"] = pd.to_datetime(inventory["last_modified"]).dt.tz_localize("UTC")
     listings = dict(con.execute("select kind, document from ebs_listings").fetchall())
     ebs = None
     if listings:

@@ -28,14 +28,14 @@ final as (
         u.hour,
         u.pool,
         u.instance_family,
-        sum(u.normalized_hours) / r.reference_factor                                        as units,
-        sum(u.normalized_hours) filter (where u.pricing_model = 'on_demand') / r.reference_factor   as on_demand_units,
-        sum(u.normalized_hours) filter (where u.pricing_model = 'spot') / r.reference_factor        as spot_units,
-        sum(u.normalized_hours) filter (where u.pricing_model = 'reserved') / r.reference_factor    as reserved_units,
-        sum(u.normalized_hours) filter (where u.pricing_model = 'savings_plan') / r.reference_factor as savings_plan_units,
+        sum(u.normalized_hours / r.reference_factor)                                       as units,
+        sum(u.normalized_hours / r.reference_factor) filter (where u.pricing_model = 'on_demand')   as on_demand_units,
+        sum(u.normalized_hours / r.reference_factor) filter (where u.pricing_model = 'spot')        as spot_units,
+        sum(u.normalized_hours / r.reference_factor) filter (where u.pricing_model = 'reserved')    as reserved_units,
+        sum(u.normalized_hours / r.reference_factor) filter (where u.pricing_model = 'savings_plan') as savings_plan_units,
         sum(u.effective_cost_usd)                                                           as effective_cost_usd,
         sum(u.list_cost_usd)                                                                as list_cost_usd,
-        cast(r.on_demand_usd_per_h as double)                                               as on_demand_rate_usd
+        max(cast(r.on_demand_usd_per_h as double))                                          as on_demand_rate_usd
     from usage as u
     join reference as r using (instance_family)
     group by all
