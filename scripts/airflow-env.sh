@@ -22,3 +22,4 @@ if [ ! -s "$AIRFLOW_HOME/jwt_secret" ]; then
   (umask 077; head -c 48 /dev/urandom | base64 | tr -d '\n' > "$AIRFLOW_HOME/jwt_secret")
 fi
 export AIRFLOW__API_AUTH__JWT_SECRET="$(cat "$AIRFLOW_HOME/jwt_secret")"
+export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"

@@ -1,0 +1,132 @@
+"""End to end through a real Airflow: migrated SQLite metadata DB, both DAGs run by `airflow dags test`.
+
+Demo exports (30 days) land in a temp folder; the assertions are on the warehouse rows
+(against the generator's own per-file totals), on the report's content, on a re-run
+(nothing loads twice, identical content) and on a bad delivery (run fails naming the
+file, the delivery goes to quarantine, loaded data stays as it was).
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import subprocess
+from datetime import date
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from athanor import demo
+from athanor.warehouse import connect
+from tests.conftest import airflow_env
+
+pytestmark = pytest.mark.integration
+
+AS_OF = date(2026, 11, 30)
+
+
+def _airflow(env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(["airflow", *args], env=env, capture_output=True, text=True, timeout=900, check=check)
+
+
+def _content_hash(warehouse: Path) -> tuple:
+    con = connect(warehouse, read_only=True)
+    try:
+        return con.execute(
+            """select count(*), sum(billed_cost), sum(effective_cost),
+                      (select count(*) from job_run_facts), (select count(*) from storage_objects),
+                      (select count(*) from loads where status = 'loaded'),
+                      md5(string_agg(load_id || source_file || source_row || billed_cost, ',' order by load_id, source_file, source_row))
+               from billing_facts"""
+        ).fetchone()
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory: pytest.TempPathFactory):
+    home = tmp_path_factory.mktemp("athanor")
+    cfg = demo.DemoConfig(days=30)
+    summary = demo.generate_landing(home / "landing", cfg, as_of=AS_OF)
+    from athanor import demo_storage
+
+    demo_storage.generate_inventory(home / "landing" / "inventory", AS_OF)
+    env = airflow_env(home / ".airflow", home)
+    (home / ".airflow").mkdir()
+    _airflow(env, "db", "migrate")
+    _airflow(env, "pools", "set", "athanor_duckdb_writer", "1", "DuckDB writer")
+    ingest = _airflow(env, "dags", "test", "athanor_ingest", AS_OF.isoformat(), check=False)
+    assert ingest.returncode == 0, ingest.stdout[-3000:] + ingest.stderr[-3000:]
+    optimize = _airflow(env, "dags", "test", "athanor_optimize", AS_OF.isoformat(), check=False)
+    assert optimize.returncode == 0, optimize.stdout[-3000:] + optimize.stderr[-3000:]
+    return home, env, summary
+
+
+def test_billing_lands_with_the_generators_totals(deployment) -> None:
+    home, _, summary = deployment
+    con = connect(home / "warehouse" / "athanor.duckdb", read_only=True)
+    try:
+        for file in summary["files"]:
+            if file["kind"] != "focus-1.2":
+                continue
+            name = Path(str(file["path"])).name
+            rows, billed = con.execute(
+                "select count(*), sum(BilledCost) from focus_charges where x_SourceFile = ?", [name]
+            ).fetchone()
+            assert rows == file["rows"], name
+            assert billed == Decimal(str(file["billed_cost"])), name
+        jobs = con.execute("select count(*) from job_runs").fetchone()[0]
+        assert jobs == summary["jobs"]
+        assert con.execute("select count(*) from reconciliations where not reconciled").fetchone()[0] == 0
+    finally:
+        con.close()
+
+
+def test_report_and_recommendations_are_published(deployment) -> None:
+    home, _, _ = deployment
+    html = (home / "reports" / "latest" / "report.html").read_text()
+    assert "Summary" in html and "Recommended purchase mix" in html
+    assert (home / "reports" / AS_OF.isoformat() / "report.html").exists()
+    recs = json.loads((home / "reports" / "latest" / "recommendations.json").read_text())
+    assert recs["schema_version"].startswith("1.")
+    con = connect(home / "warehouse" / "athanor-snapshot.duckdb", read_only=True)
+    try:
+        kinds = {k for (k,) in con.execute("select distinct kind from recommendations").fetchall()}
+        fits = con.execute("select count(*) from duration_fits").fetchone()[0]
+    finally:
+        con.close()
+    assert {"mix", "lifecycle"} <= kinds
+    assert fits >= 2  # overall plus at least one team
+
+
+def test_rerun_loads_nothing_twice(deployment) -> None:
+    home, env, _ = deployment
+    warehouse = home / "warehouse" / "athanor.duckdb"
+    before = _content_hash(warehouse)
+    again = _airflow(env, "dags", "test", "athanor_ingest", AS_OF.isoformat(), check=False)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert _content_hash(warehouse) == before
+
+
+def test_bad_delivery_fails_the_run_and_loses_nothing(deployment) -> None:
+    home, env, _ = deployment
+    warehouse = home / "warehouse" / "athanor.duckdb"
+    before = _content_hash(warehouse)
+    bad = home / "landing" / "billing" / "focus" / "111111111111" / "billing_period=2026-12"
+    bad.mkdir(parents=True)
+    good = next((home / "landing" / "billing" / "focus" / "111111111111").glob("*/focus-2026-11.csv.gz"))
+    with gzip.open(good, "rt", newline="") as f:
+        reader = csv.reader(f)
+        header, row = next(reader), next(reader)
+    row[header.index("BilledCost")] = "twelve"
+    with (bad / "focus-2026-12.csv").open("w", newline="") as f:
+        csv.writer(f).writerows([header, row])
+    failed = _airflow(env, "dags", "test", "athanor_ingest", AS_OF.isoformat(), check=False)
+    assert failed.returncode != 0
+    output = failed.stdout + failed.stderr
+    assert "focus-2026-12.csv row 1, column BilledCost: not a decimal number" in output
+    assert not (bad / "focus-2026-12.csv").exists()
+    assert list((home / "quarantine").rglob("focus-2026-12.csv"))
+    assert _content_hash(warehouse) == before

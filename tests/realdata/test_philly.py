@@ -1,0 +1,59 @@
+"""The Philly GPU trace (83,154 real runtimes): the chosen model must capture the heavy tail."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from athanor import durations as D
+from scipy import stats
+
+from tests.conftest import shared_data
+
+PHILLY = shared_data() / "traces" / "philly-runtime-seconds.csv"
+
+pytestmark = pytest.mark.realdata
+
+
+@pytest.fixture(scope="module")
+def runtimes() -> np.ndarray:
+    return D.load_durations(PHILLY)["duration_s"].to_numpy()
+
+
+@pytest.fixture(scope="module")
+def philly_fit(runtimes: np.ndarray) -> D.DurationFit:
+    return D.fit_durations(runtimes, gof_replicates=19, ci_replicates=20, seed=0)
+
+
+def test_trace_is_what_sources_md_says(runtimes: np.ndarray) -> None:
+    assert runtimes.size == 83_154
+    over = runtimes > 48 * 3600
+    assert 0.015 < over.mean() < 0.025  # "about 2 % of jobs"
+    assert 0.58 < runtimes[over].sum() / runtimes.sum() < 0.64  # "about 61 % of GPU time"
+
+
+def test_chosen_model_beats_lognormal_on_ks_and_tail(runtimes: np.ndarray, philly_fit: D.DurationFit) -> None:
+    floored = np.maximum(runtimes, 1.0)
+    lognormal = D.fit_family("lognormal", runtimes)["params"]
+    ln_dist = stats.lognorm(s=lognormal["sigma"], scale=np.exp(lognormal["mu"]))
+    ln_ks = stats.kstest(floored, ln_dist.cdf).statistic
+    assert philly_fit.ks == pytest.approx(stats.kstest(floored, philly_fit.cdf).statistic, abs=1e-12)
+    assert philly_fit.ks <= ln_ks
+
+    empirical_p99 = np.quantile(runtimes, 0.99)
+    assert abs(ln_dist.ppf(0.99) / empirical_p99 - 1) > 0.4  # the baseline really misses
+    assert abs(philly_fit.p99_s / empirical_p99 - 1) < 0.25
+    lo, hi = philly_fit.p99_ci_s
+    assert lo < philly_fit.p99_s < hi
+
+
+def test_multimodal_trace_gets_a_mixture_and_shares_match(
+    runtimes: np.ndarray, philly_fit: D.DurationFit
+) -> None:
+    assert philly_fit.mixture and philly_fit.family == D.MIXTURE
+    empirical_under = np.mean(runtimes <= 48 * 3600)
+    assert philly_fit.share_jobs_under_48h_empirical == pytest.approx(empirical_under)
+    assert abs(philly_fit.share_jobs_under_48h - empirical_under) < 0.01
+    # GPU-hours on one GPU per job: the share held by jobs over 48 h.
+    over = runtimes[runtimes > 48 * 3600].sum() / runtimes.sum()
+    assert philly_fit.gpu_hours_share_over_threshold == pytest.approx(over)
+    assert philly_fit.share_gpu_hours_under_48h == pytest.approx(1 - over)
