@@ -335,42 +335,59 @@ def _as_of(run: RunContext, con: duckdb.DuckDBPyConnection) -> date:
     return run.as_of or _latest_day(con)
 
 
+def _drift_reason(row: dict[str, Any]) -> str | None:
+    if not row["flagged"]:
+        return None
+    if row["family_changed"]:
+        return f"family changed: {row['previous_family']} -> {row['current_family']}"
+    return f"p90 moved {row['p90_rel_shift']:+.0%}"
+
+
 def fit_durations(run: RunContext) -> dict:
-    """Fit duration distributions per team (and overall) and store them with history."""
+    """Fit duration distributions overall and per group, store them with history, flag drift."""
     from athanor import durations
 
+    group_by = [c.strip() for c in str(run.params.get("group_by") or "team").split(",") if c.strip()]
     con = run.connect()
     try:
         as_of = _as_of(run, con)
         frame = con.execute(sql("marts/job_durations")).df()
         if frame.empty:
             return {"groups": 0}
-        group_by = [c.strip() for c in str(run.params.get("group_by", "team")).split(",") if c.strip()]
-        fits = durations.fit_groups(frame, group_by)
-        records = [f.to_record() for f in fits]
-        previous = [
-            json.loads(r[0])
-            for r in con.execute(
-                """select record from duration_fits
-                   where run_id = (select run_id from duration_fits where run_id <> ? and group_by = ?
-                                   order by as_of desc, run_id desc limit 1)""",
-                [run.run_id, ",".join(group_by)],
-            ).fetchall()
-        ]
-        flags = {f["group"]: f.get("reason", "drift") for f in durations.compare_fits(previous, records)}
+        fits = [(["all"], f) for f in durations.fit_groups(frame, [])]
+        fits += [(group_by, f) for f in durations.fit_groups(frame, group_by)]
+        records = [(",".join(level), f.to_record()) for level, f in fits]
+        previous_run = con.execute(
+            "select run_id from duration_fits where run_id <> ? order by as_of desc, run_id desc limit 1",
+            [run.run_id],
+        ).fetchone()
+        previous = []
+        if previous_run:
+            previous = [json.loads(r) for (r,) in con.execute(
+                "select record from duration_fits where run_id = ?", [previous_run[0]]
+            ).fetchall()]
+        drift = {row["group"]: _drift_reason(row) for row in durations.compare_fits(previous, [r for _, r in records])}
         with transaction(con):
             con.execute("delete from duration_fits where run_id = ?", [run.run_id])
-            for r in records:
+            for level, r in records:
                 con.execute(
                     "insert into duration_fits values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [run.run_id, as_of, ",".join(group_by), r["group"], r["n"], r["censored"], r["family"],
+                    [run.run_id, as_of, level, r["group"], r["n"], r["censored"], r["family"],
                      json.dumps(r["params"]), r.get("aic"), r.get("bic"), r.get("ks"), r.get("ks_pvalue"),
                      r.get("p50_s"), r.get("p90_s"), r.get("p99_s"), r.get("share_jobs_under_48h"),
-                     r.get("share_gpu_hours_under_48h"), flags.get(r["group"]), json.dumps(r, default=str)],
+                     r.get("share_gpu_hours_under_48h"), drift.get(r["group"]), json.dumps(r, default=str)],
                 )
+        explained = {
+            currency: round(float(share or 0.0), 4)
+            for currency, _, _, share in con.execute(sql("marts/spend_explained")).fetchall()
+        }
     finally:
         con.close()
-    return {"groups": len(records), "drift": flags}
+    return {
+        "groups": len(records),
+        "drift": {g: reason for g, reason in drift.items() if reason},
+        "gpu_spend_explained_by_job_runs": explained,
+    }
 
 
 def recommend_mix(run: RunContext, fits: dict | None = None) -> dict:

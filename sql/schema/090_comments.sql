@@ -308,3 +308,17 @@ comment on column ref_instance_types.gpu_model is 'GPU model, e.g. A100-40GB.';
 comment on column ref_instance_types.normalization_factor is 'AWS normalization factor of the size (units for commitment sizing).';
 comment on column ref_instance_types.on_demand_usd_per_h is 'us-east-1 on-demand list price, $ per instance-hour.';
 comment on column ref_instance_types.spot_usd_per_h is 'Typical us-east-1 spot price, $ per instance-hour (an assumption; override per deployment).';
+
+comment on view job_run_costs is 'Training jobs joined to the billing rows tagged with their job_id. Grain: one row per job and billing currency.';
+comment on column job_run_costs.job_id is 'Job id (job_runs.job_id = billing tag job_id).';
+comment on column job_run_costs.team is 'Team tag of the job.';
+comment on column job_run_costs.model is 'Model tag of the job.';
+comment on column job_run_costs.state is 'Final state of the job.';
+comment on column job_run_costs.instance_type is 'Instance type the job ran on.';
+comment on column job_run_costs.pricing_model is 'on_demand | spot | reserved | savings_plan, as the scheduler recorded it.';
+comment on column job_run_costs.gpu_hours is 'GPU-hours from the job log.';
+comment on column job_run_costs.billing_currency is 'Currency of the billing rows (never summed across currencies).';
+comment on column job_run_costs.effective_cost is 'Amortised cost of the job''s compute rows.';
+comment on column job_run_costs.billed_cost is 'Invoiced cost of the job''s compute rows.';
+comment on column job_run_costs.instance_hours is 'Instance-hours billed for the job.';
+comment on column job_run_costs.billing_rows is 'Number of billing rows tagged to the job.';

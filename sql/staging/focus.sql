@@ -65,7 +65,7 @@ typed as (
         ServiceName                                                    as service_name,
         SkuId                                                          as sku_id,
         SkuPriceId                                                     as sku_price_id,
-        coalesce(cast(json(nullif(Tags, '')) as map(varchar, varchar)), map()) as tags,
+        coalesce(Tags, map())                                          as tags,
         -- AWS writes spot usage as e.g. 'USE1-SpotUsage:p4d.24xlarge' and may leave the
         -- instance-type column empty for it.
         coalesce(
@@ -81,7 +81,7 @@ final as (
         $load_id                                                       as load_id,
         $source_file                                                   as source_file,
         typed.source_row,
-        'focus'                                                        as source_format,
+        $source_format                                                as source_format,
         typed.* exclude (source_row, x_instance_type, x_provider_columns),
         typed.x_instance_type,
         ref.instance_family                                            as x_instance_family,

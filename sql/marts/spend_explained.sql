@@ -1,0 +1,13 @@
+-- One row: the share of GPU spend (effective cost, per currency) explained by known job runs,
+-- i.e. on billing rows whose job_id tag matches a job in job_runs.
+select
+    f.billing_currency,
+    sum(f.effective_cost)                                                      as gpu_effective_cost,
+    sum(f.effective_cost) filter (where j.job_id is not null)                  as explained_cost,
+    coalesce(sum(f.effective_cost) filter (where j.job_id is not null), 0)
+        / nullif(sum(f.effective_cost), 0)                                     as explained_share
+from billing_facts as f
+left join (select distinct job_id from job_run_facts) as j on j.job_id = f.tags['job_id']
+where f.x_instance_type is not null and f.charge_category = 'Usage'
+group by all
+order by 1

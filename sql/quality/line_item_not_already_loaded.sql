@@ -1,0 +1,40 @@
+-- Rule: a line item of the delivery is not already in the warehouse under an account and
+-- billing period the delivery does not restate (those rows would stay and count twice).
+with restated as (
+    select distinct billing_account_id, billing_period_start from {batch}
+),
+
+incoming as (
+    select
+        source_file,
+        source_row,
+        hash(
+            billing_account_id, sub_account_id, billing_period_start, charge_period_start, charge_period_end,
+            charge_category, charge_class, charge_description, resource_id, sku_id, sku_price_id,
+            pricing_category, pricing_unit, commitment_discount_id, service_name, region_id, x_instance_type
+        ) as line_item_key
+    from {batch}
+),
+
+kept as (
+    select
+        facts.source_file,
+        facts.source_row,
+        hash(
+            billing_account_id, sub_account_id, billing_period_start, charge_period_start, charge_period_end,
+            charge_category, charge_class, charge_description, resource_id, sku_id, sku_price_id,
+            pricing_category, pricing_unit, commitment_discount_id, service_name, region_id, x_instance_type
+        ) as line_item_key
+    from billing_facts as facts
+    anti join restated using (billing_account_id, billing_period_start)
+    where facts.charge_period_start between (select min(charge_period_start) from {batch})
+                                        and (select max(charge_period_start) from {batch})
+)
+
+select
+    incoming.source_file,
+    incoming.source_row,
+    'already loaded from ' || kept.source_file || ' row ' || kept.source_row as value
+from incoming
+join kept using (line_item_key)
+order by incoming.source_file, incoming.source_row
