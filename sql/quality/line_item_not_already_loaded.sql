@@ -1,5 +1,6 @@
 -- Rule: a line item of the delivery is not already in the warehouse under an account and
--- billing period the delivery does not restate (those rows would stay and count twice).
+-- billing period the delivery does not restate (those rows would stay and count twice). The
+-- key is line_item_unique's without the billing period: the same charge billed in two periods.
 with restated as (
     select distinct billing_account_id, billing_period_start from {batch}
 ),
@@ -9,7 +10,7 @@ incoming as (
         source_file,
         source_row,
         hash(
-            billing_account_id, sub_account_id, billing_period_start, charge_period_start, charge_period_end,
+            billing_account_id, sub_account_id, charge_period_start, charge_period_end,
             charge_category, charge_class, charge_description, resource_id, sku_id, sku_price_id,
             pricing_category, pricing_unit, commitment_discount_id, service_name, region_id, x_instance_type
         ) as line_item_key
@@ -21,7 +22,7 @@ kept as (
         facts.source_file,
         facts.source_row,
         hash(
-            billing_account_id, sub_account_id, billing_period_start, charge_period_start, charge_period_end,
+            billing_account_id, sub_account_id, charge_period_start, charge_period_end,
             charge_category, charge_class, charge_description, resource_id, sku_id, sku_price_id,
             pricing_category, pricing_unit, commitment_discount_id, service_name, region_id, x_instance_type
         ) as line_item_key
