@@ -10,7 +10,7 @@
 # RGW_ACCESS_KEY / RGW_SECRET_KEY (defaults below), RGW_LC_DEBUG_INTERVAL (default 10: one lifecycle
 # "day" lasts 10 s, for tests; set it to 0 for real-time lifecycle semantics).
 # Based on the measured recipe in the team's shared recipes (ceph-rgw-up.sh / ceph-rgw-down.sh).
-set -euo pipefail
+set -Eeuo pipefail
 
 CMD=${1:-}
 BASE=${2:-}
@@ -158,6 +158,7 @@ up() {
   fi
   # A half-started cluster (one daemon died) is not worth repairing: memstore keeps nothing anyway.
   stop_all
+  trap 'echo "start failed; stopping the daemons started so far" >&2; stop_all' ERR
   unpack
   use_root
   rm -rf "$C"
@@ -168,7 +169,8 @@ up() {
   write_conf "$fsid"
   ceph-authtool --create-keyring "$C/keyring" --gen-key -n mon. --cap mon 'allow *' >/dev/null
   ceph-authtool "$C/keyring" --gen-key -n client.admin --cap mon 'allow *' --cap osd 'allow *' --cap mgr 'allow *' >/dev/null
-  monmaptool --create --fsid "$fsid" --add a "127.0.0.1:$MON_PORT" "$C/monmap" >/dev/null
+  # --addv with an explicit v1 address: plain --add takes any port but 6789 for a msgr2 (v2) one.
+  monmaptool --create --fsid "$fsid" --addv a "[v1:127.0.0.1:$MON_PORT]" "$C/monmap" >/dev/null
   ceph-mon --mkfs -i a --monmap "$C/monmap" --keyring "$C/keyring"
   setsid nohup ceph-mon -i a -f > "$C/log/mon.stdout" 2>&1 &
   echo $! > "$C/mon.pid"
@@ -195,6 +197,7 @@ up() {
   kill "$p"
   for _ in $(seq 1 40); do kill -0 "$p" 2>/dev/null || break; sleep 0.5; done
   start_rgw # restart so the new placement targets are loaded
+  trap - ERR
   print_endpoint
 }
 

@@ -1,0 +1,1 @@
+"""Checkpoint storage: inventories, checkpoint runs, prices, policies, lifecycle rules, apply."""
