@@ -163,6 +163,71 @@ def _cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def s3_client_from_env():
+    """A boto3 S3 client for the CLI: standard AWS variables, plus an optional endpoint URL
+    (`ATHANOR_S3_ENDPOINT_URL` or `AWS_ENDPOINT_URL`) for S3-compatible servers."""
+    import os
+
+    import boto3
+
+    endpoint = os.environ.get("ATHANOR_S3_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL")
+    return boto3.client("s3", endpoint_url=endpoint, region_name=os.environ.get("AWS_REGION", "us-east-1"))
+
+
+def _cmd_lifecycle(args: argparse.Namespace, settings: Settings) -> int:
+    from athanor import lifecycle
+
+    try:
+        inventory = lifecycle.read_inventories([Path(p) for p in args.inventory])
+        ebs = lifecycle.read_ebs(args.ebs_volumes, args.ebs_snapshots) if (args.ebs_volumes or args.ebs_snapshots) else None
+    except (ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    as_of = date.fromisoformat(args.as_of) if args.as_of else datetime.now().date()
+    client = s3_client_from_env() if args.apply else None
+    existing = None
+    if client is not None:
+        from athanor.storage.apply import get_lifecycle
+
+        existing = {args.bucket: get_lifecycle(client, args.bucket)}
+    rec = lifecycle.recommend_lifecycle(inventory, ebs, as_of=as_of, keep_last=args.keep_last, existing_configs=existing)
+    print(rec.to_json() if args.format == "json" else rec.format_table())
+    if args.apply:
+        if args.bucket not in rec.configs:
+            print(f"error: no rules were recommended for bucket {args.bucket}", file=sys.stderr)
+            return 1
+        artifacts = settings.artifacts / f"lifecycle-{datetime.now():%Y%m%dT%H%M%S}"
+        result = lifecycle.apply_lifecycle(client, args.bucket, rec.configs[args.bucket], artifacts, dry_run=False)
+        print(result.diff_text, file=sys.stderr)
+        print(f"applied to {args.bucket}; previous configuration saved to {result.previous_path} "
+              f"(undo: athanor lifecycle-restore {args.bucket} {result.previous_path})", file=sys.stderr)
+    return 0
+
+
+def _cmd_lifecycle_restore(args: argparse.Namespace, settings: Settings) -> int:
+    from athanor import lifecycle
+
+    lifecycle.restore_lifecycle(s3_client_from_env(), args.bucket, Path(args.previous))
+    print(f"restored the lifecycle configuration of {args.bucket} from {args.previous}")
+    return 0
+
+
+def _cmd_quarantine(args: argparse.Namespace, settings: Settings) -> int:
+    from athanor.quality import list_quarantine, release
+
+    if args.action == "list":
+        held = list_quarantine(settings.quarantine)
+        rows = [(d.quarantined_at, d.run_id, d.delivery, ", ".join(d.files), d.reason[:120], str(d.path)) for d in held]
+        print(format_rows(["quarantined_at", "run_id", "delivery", "files", "reason", "path"], rows, "table"))
+        return 0
+    if not args.path:
+        print("error: give the quarantine folder to release (see `athanor quarantine list`)", file=sys.stderr)
+        return 1
+    moved = release(Path(args.path), Path(settings.landing))
+    print(f"released {len(moved)} file(s) to {settings.landing}; the next run loads them")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="athanor", description="GPU cloud-bill analytics on DuckDB")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -205,11 +270,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--source", help="folder or s3://bucket/prefix (default: $ATHANOR_LANDING)")
     p.add_argument("--run-id", default=f"cli__{datetime.now():%Y%m%dT%H%M%S}")
     p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("lifecycle", help="price checkpoint-storage policies from S3 Inventory (and EBS listings)")
+    p.add_argument("inventory", nargs="+", help="manifest.json files or folders holding inventory deliveries")
+    p.add_argument("--ebs-volumes", help="DescribeVolumes JSON")
+    p.add_argument("--ebs-snapshots", help="DescribeSnapshots JSON")
+    p.add_argument("--as-of", help="day the ages are counted from (default: today)")
+    p.add_argument("--keep-last", type=int, default=3, help="checkpoints per run that are never expired")
+    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.add_argument("--apply", action="store_true", help="put the rules on --bucket (default: dry run)")
+    p.add_argument("--bucket", help="bucket to apply to (with --apply)")
+    p.set_defaults(func=_cmd_lifecycle)
+
+    p = sub.add_parser("lifecycle-restore", help="put back a bucket's lifecycle configuration saved by --apply")
+    p.add_argument("bucket")
+    p.add_argument("previous", help="the lifecycle-previous-<bucket>.json written when applying")
+    p.set_defaults(func=_cmd_lifecycle_restore)
+
+    p = sub.add_parser("quarantine", help="list rejected deliveries, or release one to be loaded again")
+    p.add_argument("action", choices=["list", "release"])
+    p.add_argument("path", nargs="?", help="quarantine folder to release")
+    p.set_defaults(func=_cmd_quarantine)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    import signal
+
+    # `athanor query ... | head` should stop quietly, like any Unix filter.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     args = build_parser().parse_args(argv)
+    if getattr(args, "apply", False) and not getattr(args, "bucket", None):
+        print("error: --apply needs --bucket", file=sys.stderr)
+        return 2
     return int(args.func(args, Settings.from_env()))
 
 

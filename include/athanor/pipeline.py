@@ -8,7 +8,6 @@ from the warehouse and writes its own tables, replacing its own rows for the run
 from __future__ import annotations
 
 import json
-import shutil
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -287,8 +286,11 @@ def load(run: RunContext, landed: dict) -> dict:
         return {"dry_run": True, "deliveries": landed["deliveries"], "waiting": landed["waiting"]}
     deliveries = [(d["uri"], [Path(f) for f in d["files"]], False) for d in landed["deliveries"]]
     outcome = ingest_deliveries(deliveries, run.settings.warehouse, settings=run.settings, as_of=run.as_of)
+    from athanor.quality import quarantine
+
     quarantined = [
-        str(quarantine(files, reason, run)) for files, reason in zip(outcome.failed, outcome.errors, strict=True)
+        str(quarantine(files, reason, run.settings.quarantine, run.run_id))
+        for files, reason in zip(outcome.failed, outcome.errors, strict=True)
     ]
     summary = {"loaded": outcome.lines, "waiting": landed["waiting"], "errors": outcome.errors,
                "quarantined": quarantined}
@@ -299,16 +301,6 @@ def load(run: RunContext, landed: dict) -> dict:
             f"(moved to quarantine): " + " | ".join(outcome.errors)
         )
     return summary
-
-
-def quarantine(files: list[Path], reason: str, run: RunContext) -> Path:
-    """Move a rejected delivery out of the landing area, with the reason beside it."""
-    target = run.settings.quarantine / _safe(run.run_id) / files[0].parent.name
-    target.mkdir(parents=True, exist_ok=True)
-    for file in files:
-        shutil.move(str(file), target / file.name)
-    (target / "REASON.txt").write_text(reason + "\n")
-    return target
 
 
 def validate(run: RunContext, loaded: dict) -> dict:
