@@ -55,7 +55,7 @@ def _cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
 def _cmd_query(args: argparse.Namespace, settings: Settings) -> int:
     import duckdb
 
-    from athanor.warehouse import connect
+    from athanor.warehouse import connect, open_snapshot
 
     path = Path(args.warehouse) if args.warehouse else settings.warehouse
     if not path.exists():
@@ -69,7 +69,7 @@ def _cmd_query(args: argparse.Namespace, settings: Settings) -> int:
             print(f"error: {path} is locked by a running load and no snapshot exists", file=sys.stderr)
             return 1
         print(f"note: {path.name} is being written; reading the snapshot {settings.snapshot}", file=sys.stderr)
-        con = connect(settings.snapshot, read_only=True)
+        con = open_snapshot(settings.snapshot)
     try:
         cur = con.execute(args.sql)
         columns = [d[0] for d in cur.description or []]
