@@ -7,6 +7,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+
 from athanor.ingest import ingest_billing
 from athanor.warehouse import connect
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from athanor.sources import BillingFormat
 
-_KNOWN = (
+KNOWN = (
     "bill_bill_type",
     "bill_billing_entity",
+    "bill_invoicing_entity",
     "bill_billing_period_start_date",
     "bill_billing_period_end_date",
     "bill_invoice_id",
@@ -14,6 +15,7 @@ _KNOWN = (
     "bill_payer_account_name",
     "line_item_usage_account_id",
     "line_item_usage_account_name",
+    "line_item_legal_entity",
     "line_item_line_item_type",
     "line_item_usage_start_date",
     "line_item_usage_end_date",
@@ -27,19 +29,26 @@ _KNOWN = (
     "line_item_currency_code",
     "line_item_unblended_rate",
     "line_item_unblended_cost",
+    "line_item_net_unblended_cost",
     "line_item_line_item_description",
     "pricing_public_on_demand_cost",
     "pricing_public_on_demand_rate",
+    "pricing_rate_code",
+    "pricing_rate_id",
     "pricing_term",
     "pricing_unit",
     "product",
     "product_instance_type",
+    "product_product_family",
     "product_region_code",
+    "product_region",
+    "product_location",
     "product_servicecode",
     "product_sku",
     "resource_tags",
     "reservation_reservation_a_r_n",
     "reservation_effective_cost",
+    "reservation_total_reserved_units",
     "reservation_unused_amortized_upfront_fee_for_billing_period",
     "reservation_unused_recurring_fee",
     "reservation_unused_quantity",
@@ -55,48 +64,57 @@ _KNOWN = (
     "savings_plan_payment_option",
 )
 
+REQUIRED = (
+    "bill_payer_account_id",
+    "bill_billing_period_start_date",
+    "bill_billing_period_end_date",
+    "line_item_line_item_type",
+    "line_item_usage_start_date",
+    "line_item_usage_end_date",
+    "line_item_unblended_cost",
+    "line_item_currency_code",
+)
+
+MONEY = (
+    "line_item_unblended_cost",
+    "line_item_net_unblended_cost",
+    "line_item_usage_amount",
+    "pricing_public_on_demand_cost",
+    "pricing_public_on_demand_rate",
+    "reservation_effective_cost",
+    "reservation_unused_amortized_upfront_fee_for_billing_period",
+    "reservation_unused_recurring_fee",
+    "savings_plan_savings_plan_effective_cost",
+    "savings_plan_used_commitment",
+    "savings_plan_total_commitment_to_date",
+)
+
+TIMESTAMPS = (
+    "bill_billing_period_start_date",
+    "bill_billing_period_end_date",
+    "line_item_usage_start_date",
+    "line_item_usage_end_date",
+)
+
+MAPS = ("product", "resource_tags")
+
+# BilledCost per the FOCUS conversion rules: the net unblended cost (after discounts
+# such as EDP) where AWS writes one, else the unblended cost.
+FILE_TOTAL = "coalesce(cast(line_item_net_unblended_cost as decimal(38, 12)), cast(line_item_unblended_cost as decimal(38, 12)))"
+
 FORMAT = BillingFormat(
     name="cur2",
     description="AWS CUR 2.0",
     signature=frozenset({"bill_payer_account_id", "line_item_usage_start_date", "line_item_unblended_cost"}),
-    required=(
-        "bill_payer_account_id",
-        "bill_billing_period_start_date",
-        "bill_billing_period_end_date",
-        "line_item_line_item_type",
-        "line_item_usage_start_date",
-        "line_item_usage_end_date",
-        "line_item_unblended_cost",
-        "line_item_currency_code",
-    ),
-    known=_KNOWN,
-    money=(
-        "line_item_unblended_cost",
-        "line_item_usage_amount",
-        "pricing_public_on_demand_cost",
-        "reservation_effective_cost",
-        "savings_plan_savings_plan_effective_cost",
-        "savings_plan_used_commitment",
-        "savings_plan_total_commitment_to_date",
-    ),
-    timestamps=(
-        "bill_billing_period_start_date",
-        "bill_billing_period_end_date",
-        "line_item_usage_start_date",
-        "line_item_usage_end_date",
-    ),
-    not_null=(
-        "bill_payer_account_id",
-        "line_item_line_item_type",
-        "line_item_unblended_cost",
-        "line_item_currency_code",
-        "line_item_usage_start_date",
-        "line_item_usage_end_date",
-        "bill_billing_period_start_date",
-        "bill_billing_period_end_date",
-    ),
+    required=REQUIRED,
+    known=KNOWN,
+    money=MONEY,
+    timestamps=TIMESTAMPS,
+    not_null=REQUIRED,
     currency_column="line_item_currency_code",
-    billed_cost_column="line_item_unblended_cost",
+    file_total=FILE_TOTAL,
+    maps=MAPS,
+    keep_extras=False,
     periods=(
         ("line_item_usage_start_date", "line_item_usage_end_date"),
         ("bill_billing_period_start_date", "bill_billing_period_end_date"),

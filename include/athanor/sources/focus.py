@@ -47,6 +47,7 @@ FORMAT = BillingFormat(
     not_null=("BillingAccountId", "BillingCurrency", "ChargeCategory", "BilledCost", "EffectiveCost")
     + ("BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd"),
     currency_column="BillingCurrency",
-    billed_cost_column="BilledCost",
+    file_total="cast(BilledCost as decimal(38, 12))",
+    maps=("Tags",),
     periods=(("ChargePeriodStart", "ChargePeriodEnd"), ("BillingPeriodStart", "BillingPeriodEnd")),
 )
