@@ -339,6 +339,7 @@ def ingest_billing(
     files: list[Path],
     *,
     source_uri: str | None = None,
+    run_id: str | None = None,
 ) -> LoadResult:
     """Load one billing delivery (all its files) in one transaction.
 
@@ -393,6 +394,11 @@ def ingest_billing(
         con.execute("drop view if exists src")
         con.execute("drop table if exists src_raw")
 
+        # Before the restatement: some rules compare the delivery with the rows it replaces.
+        # An error-level failure raises QualityError and the whole load rolls back.
+        from athanor.quality import check_delivery  # lazy: Great Expectations imports slowly
+
+        check_delivery(con, fmt, load_id=load_id, file_names=names, file_figures=file_totals, run_id=run_id)
         replaced = _replace_restated(con, load_id)
         billed = _reconcile(con, load_id, fmt, file_totals, started_at)
         keys = con.execute(

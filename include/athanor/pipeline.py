@@ -50,7 +50,7 @@ class IngestOutcome:
 
 
 def classify(con: duckdb.DuckDBPyConnection, file: Path) -> str:
-    """'billing', 'jobs', 'inventory', 'ebs' or 'unknown', from the file's content."""
+    """'billing:<format>', 'jobs', 'inventory', 'ebs' or 'unknown', from the file's content."""
     from athanor import jobs
 
     keys = _json_keys(file)
@@ -59,8 +59,9 @@ def classify(con: duckdb.DuckDBPyConnection, file: Path) -> str:
     if keys & {"Volumes", "Snapshots"}:
         return "ebs"
     try:
-        if sources.detect(list(read_columns(con, file))) is not None:
-            return "billing"
+        fmt = sources.detect(list(read_columns(con, file)))
+        if fmt is not None:
+            return f"billing:{fmt.name}"
     except IngestError:
         pass
     try:
@@ -110,6 +111,7 @@ def ingest_deliveries(
     settings: Settings,
     as_of: date | None = None,
     outcome: IngestOutcome | None = None,
+    run_id: str | None = None,
 ) -> IngestOutcome:
     """Load deliveries given as (uri, local files, files named explicitly by the user)."""
     outcome = outcome or IngestOutcome()
@@ -124,10 +126,10 @@ def ingest_deliveries(
                 except IngestError as exc:
                     outcome.errors.append(str(exc))
                     outcome.failed.append([file])
-            if by_kind["billing"]:
-                # The billing files of one delivery load together (multi-part exports).
-                _load(outcome, con, by_kind["billing"], "billing",
-                      lambda fs, uri=uri: ingest_billing(con, fs, source_uri=uri).summary())
+            for kind in sorted(k for k in by_kind if k.startswith("billing:")):
+                # The billing files of one format in one delivery load together (multi-part exports).
+                _load(outcome, con, by_kind[kind], "billing",
+                      lambda fs, uri=uri: _billing_lines(con, fs, uri, run_id, settings))
             for file in by_kind["jobs"]:
                 _load(outcome, con, [file], "jobs", lambda fs: ingest_job_file(con, fs[0], job_as_of))
             for file in by_kind["inventory"]:
@@ -143,6 +145,23 @@ def ingest_deliveries(
     finally:
         con.close()
     return outcome
+
+
+def _billing_lines(
+    con: duckdb.DuckDBPyConnection, files: list[Path], uri: str, run_id: str | None, settings: Settings
+) -> str:
+    """Load one billing delivery; its summary line, then any data-quality warnings."""
+    from athanor.quality import QualityError, store_results, warnings_for_load
+
+    try:
+        result = ingest_billing(con, files, source_uri=uri, run_id=run_id)
+    except QualityError as exc:
+        # The load rolled back; the verdict is kept, for the report and the operator.
+        store_results(con, exc.outcome, settings.artifacts)
+        raise
+    if result.status != "loaded":
+        return result.summary()
+    return "\n".join([result.summary(), *(f"  warning: {w}" for w in warnings_for_load(con, result.load_id))])
 
 
 def _load(
@@ -285,7 +304,9 @@ def load(run: RunContext, landed: dict) -> dict:
     if run.params.get("dry_run"):
         return {"dry_run": True, "deliveries": landed["deliveries"], "waiting": landed["waiting"]}
     deliveries = [(d["uri"], [Path(f) for f in d["files"]], False) for d in landed["deliveries"]]
-    outcome = ingest_deliveries(deliveries, run.settings.warehouse, settings=run.settings, as_of=run.as_of)
+    outcome = ingest_deliveries(
+        deliveries, run.settings.warehouse, settings=run.settings, as_of=run.as_of, run_id=run.run_id
+    )
     from athanor.quality import quarantine
 
     quarantined = [

@@ -1,6 +1,7 @@
 -- Rule: a line item of the delivery is not already in the warehouse under an account and
 -- billing period the delivery does not restate (those rows would stay and count twice). The
--- key is line_item_unique's without the billing period: the same charge billed in two periods.
+-- key is line_item_unique's (every column but lineage) without the billing period: the same
+-- charge billed in two periods.
 with restated as (
     select distinct billing_account_id, billing_period_start from {batch}
 ),
@@ -9,11 +10,9 @@ incoming as (
     select
         source_file,
         source_row,
-        hash(
-            billing_account_id, sub_account_id, charge_period_start, charge_period_end,
-            charge_category, charge_class, charge_description, resource_id, sku_id, sku_price_id,
-            pricing_category, pricing_unit, commitment_discount_id, service_name, region_id, x_instance_type
-        ) as line_item_key
+        hash(*columns(* exclude (
+            load_id, source_file, source_row, source_format, billing_period_start, billing_period_end
+        ))) as line_item_key
     from {batch}
 ),
 
@@ -21,11 +20,9 @@ kept as (
     select
         facts.source_file,
         facts.source_row,
-        hash(
-            billing_account_id, sub_account_id, charge_period_start, charge_period_end,
-            charge_category, charge_class, charge_description, resource_id, sku_id, sku_price_id,
-            pricing_category, pricing_unit, commitment_discount_id, service_name, region_id, x_instance_type
-        ) as line_item_key
+        hash(*columns(* exclude (
+            load_id, source_file, source_row, source_format, billing_period_start, billing_period_end
+        ))) as line_item_key
     from billing_facts as facts
     anti join restated using (billing_account_id, billing_period_start)
     where facts.charge_period_start between (select min(charge_period_start) from {batch})

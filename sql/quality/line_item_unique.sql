@@ -1,16 +1,12 @@
 -- Rule: one row per line item across all files of the delivery.
--- Line item key: account, sub-account, billing period, charge period, category, class,
--- description, resource, SKU and price, pricing category and unit, commitment, service,
--- region and instance type (FOCUS has no line-item id; these together identify a charge).
+-- FOCUS has no line-item id, and real exports (the public AWS CUR sample, for one) hold many
+-- rows that agree on account, period, resource and SKU but differ in usage or cost. So a
+-- duplicate is a row equal to another in every column but its lineage: a row delivered twice.
 with keyed as (
     select
         source_file,
         source_row,
-        hash(
-            billing_account_id, sub_account_id, billing_period_start, charge_period_start, charge_period_end,
-            charge_category, charge_class, charge_description, resource_id, sku_id, sku_price_id,
-            pricing_category, pricing_unit, commitment_discount_id, service_name, region_id, x_instance_type
-        ) as line_item_key
+        hash(*columns(* exclude (load_id, source_file, source_row, source_format))) as line_item_key
     from {batch}
 ),
 

@@ -162,7 +162,7 @@ final as (
         case
             when all_rows.charge_category <> 'Usage' then 'other'
             when all_rows.pricing_category = 'Dynamic' then 'spot'
-            when all_rows.pricing_category = 'Committed' then 'committed_use'
+            when all_rows.pricing_category = 'Committed' then 'committed'
             when all_rows.pricing_category = 'Standard' then 'on_demand'
             else 'other'
         end                                                                          as x_pricing_model,

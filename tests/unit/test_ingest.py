@@ -145,8 +145,10 @@ def test_every_fact_traces_to_its_file_row_and_load(con, tmp_path: Path) -> None
 
 
 def test_mixed_currencies_are_kept_apart(con, tmp_path: Path) -> None:
+    # One delivery, two accounts billing in two currencies (one currency per account is a
+    # data-quality rule of its own).
     rows = focus_rows("acct", "2026-10", ["1.10", "2.20"]) + focus_rows(
-        "acct", "2026-10", ["100", "0.005"], "JPY"
+        "acct-jp", "2026-10", ["100", "0.005"], "JPY"
     )
     result = ingest_billing(con, [write(tmp_path / "mixed.csv", rows)])
     assert result.billed_cost == {"USD": D("3.30"), "JPY": D("100.005")}

@@ -253,8 +253,16 @@ def test_cur2_parquet_with_native_maps(con, tmp_path: Path) -> None:
     result = ingest_billing(con, [parquet])
     assert result.billed_cost == {"USD": D("17.6")}
     assert facts(con, "region_id, tags, x_instance_type, x_gpu_count, x_provider_columns, source_row") == [
-        # CUR columns Athanor does not map are not copied into x_provider_columns (see sources/__init__.py).
-        ("us-east-1", {"team": "vision"}, "p5.48xlarge", 8, None, 1)
+        # Of the CUR columns Athanor does not map, only the line-item identity, usage type and
+        # operation are kept in x_provider_columns (see sql/staging/cur2.sql).
+        (
+            "us-east-1",
+            {"team": "vision"},
+            "p5.48xlarge",
+            8,
+            {"line_item_id": None, "time_interval": None, "usage_type": "USE1-SpotUsage:p5.48xlarge", "operation": None},
+            1,
+        )
     ]
 
 

@@ -459,6 +459,6 @@ def warnings_for_load(con: duckdb.DuckDBPyConnection, load_id: str) -> list[str]
         [load_id, load_id],
     ).fetchall()
     return [
-        f"{', '.join(files)}: rule {rule} warned, {count} bad rows (e.g. {', '.join(examples)})"
+        f"{', '.join(files)}: rule {rule} warned, {count} bad row{'s' if count != 1 else ''} (e.g. {', '.join(examples)})"
         for rule, count, examples, files in rows
     ]

@@ -256,7 +256,13 @@ def billing_rules(source_format: str | None = None) -> tuple[Rule, ...]:
             "charge_period_within_billing_period",
             "charge_period_start",
             ERROR,
-            "charge period inside its billing period",
+            "no charge period after its billing period",
+        ),
+        _sql_rule(
+            "charge_period_billed_late",
+            "charge_period_start",
+            WARN,
+            "charge period starting before its billing period (late-billed usage)",
         ),
         _sql_rule("line_item_unique", None, ERROR, "one row per line item key across the delivery's files"),
         _sql_rule(

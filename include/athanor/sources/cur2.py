@@ -5,6 +5,8 @@ from __future__ import annotations
 from athanor.sources import BillingFormat
 
 KNOWN = (
+    "identity_line_item_id",
+    "identity_time_interval",
     "bill_bill_type",
     "bill_billing_entity",
     "bill_invoicing_entity",
