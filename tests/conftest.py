@@ -6,8 +6,15 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from athanor.settings import PROJECT_ROOT, Settings
+
+# CI replays the same examples every run (a red CI must be reproducible); a developer's runs
+# keep exploring new ones.
+hypothesis_settings.register_profile("ci", derandomize=True)
+if os.environ.get("CI"):
+    hypothesis_settings.load_profile("ci")
 
 try:  # the real S3-compatible server (Ceph RadosGW), started once per session on demand
     from tests.support.rgw import rgw_endpoint  # noqa: F401

@@ -131,9 +131,9 @@ def ingest_deliveries(
                 _load(outcome, con, by_kind[kind], "billing",
                       lambda fs, uri=uri: _billing_lines(con, fs, uri, run_id, settings))
             for file in by_kind["jobs"]:
-                _load(outcome, con, [file], "jobs", lambda fs: ingest_job_file(con, fs[0], job_as_of))
+                _load(outcome, con, [file], "jobs", lambda fs: ingest_job_file(con, fs[0], job_as_of, run_id))
             for file in by_kind["inventory"]:
-                _load(outcome, con, [file], "inventory", lambda fs: ingest_inventory(con, fs[0]))
+                _load(outcome, con, [file], "inventory", lambda fs: ingest_inventory(con, fs[0], run_id))
             for file in by_kind["ebs"]:
                 _load(outcome, con, [file], "ebs", lambda fs: ingest_ebs(con, fs[0]))
             if explicit:
@@ -194,7 +194,22 @@ def _ledger(
     )
 
 
-def ingest_job_file(con: duckdb.DuckDBPyConnection, file: Path, as_of: datetime | None = None) -> str:
+def _quality_gate(
+    con: duckdb.DuckDBPyConnection, table: str, load_id: str, files: list[Path], run_id: str | None
+) -> None:
+    """Validate a load's rows inside its transaction; an error-level failure rolls it back."""
+    from athanor.quality import BatchContext, QualityError, store_results, validate_batch
+
+    context = BatchContext(run_id or f"load-{load_id}", load_id, tuple(f.name for f in files))
+    outcome = validate_batch(con, table, table, context=context)
+    if not outcome.ok:
+        raise QualityError(outcome)
+    store_results(con, outcome)
+
+
+def ingest_job_file(
+    con: duckdb.DuckDBPyConnection, file: Path, as_of: datetime | None = None, run_id: str | None = None
+) -> str:
     """Load one job-log file; a job reported again (e.g. finished since) replaces its earlier row."""
     from athanor import jobs
 
@@ -214,12 +229,13 @@ def ingest_job_file(con: duckdb.DuckDBPyConnection, file: Path, as_of: datetime 
             f"insert into job_run_facts by name select {', '.join(columns)} from incoming_jobs"
         )
         con.unregister("incoming_jobs")
+        _quality_gate(con, "job_run_facts", load_id, [file], run_id)
         _ledger(con, load_id, "jobs", str(frame["source"].iloc[0]), [file], digest, size, len(frame))
     censored = float(frame["censored"].mean()) if len(frame) else 0.0
     return f"{file.name}: {frame['source'].iloc[0]} job log, {len(frame):,} jobs, {censored:.0%} censored"
 
 
-def ingest_inventory(con: duckdb.DuckDBPyConnection, manifest: Path) -> str:
+def ingest_inventory(con: duckdb.DuckDBPyConnection, manifest: Path, run_id: str | None = None) -> str:
     """Load one S3 Inventory delivery; it replaces the bucket's previous inventory."""
     from athanor import lifecycle
     from athanor.storage.checkpoints import index_checkpoints
@@ -235,12 +251,17 @@ def ingest_inventory(con: duckdb.DuckDBPyConnection, manifest: Path) -> str:
     index = index_checkpoints(frame, inventory_date).objects
     frame = frame.assign(load_id=load_id, inventory_date=inventory_date, run_id=index["run"].to_numpy(),
                          step=index["step"].to_numpy())
+    # Inventory CSVs leave fields that do not apply empty (a delete marker has no storage
+    # class, a STANDARD object no tier); the warehouse says so with NULL.
+    for column in ("storage_class", "it_access_tier", "version_id", "etag"):
+        frame[column] = frame[column].replace("", None)
     with transaction(con):
         con.register("incoming_objects", frame)
         con.execute("delete from storage_objects where bucket in (select distinct bucket from incoming_objects)")
         columns = [r[0] for r in con.execute("describe storage_objects").fetchall()]
         con.execute(f"insert into storage_objects by name select {', '.join(columns)} from incoming_objects")
         con.unregister("incoming_objects")
+        _quality_gate(con, "storage_objects", load_id, [manifest], run_id)
         _ledger(con, load_id, "inventory", "s3_inventory", [manifest], digest, size, len(frame))
     total_gb = frame["size_bytes"].sum() / 1e9
     return f"{manifest.parent.name}/manifest.json: S3 inventory, {len(frame):,} object versions, {total_gb:,.0f} GB"
@@ -325,18 +346,25 @@ def load(run: RunContext, landed: dict) -> dict:
 
 
 def validate(run: RunContext, loaded: dict) -> dict:
-    """Data-quality checks over the warehouse after the load."""
+    """The run's data-quality verdict: every load was gated on its way in; sum up what was found."""
     con = run.connect()
     try:
-        checks = {
-            "unreconciled_files": con.execute("select count(*) from reconciliations where not reconciled").fetchone()[0],
-            "billing_rows": con.execute("select count(*) from billing_facts").fetchone()[0],
-        }
+        unreconciled = con.execute("select count(*) from reconciliations where not reconciled").fetchone()[0]
+        rules = con.execute(
+            """select severity, count(*) filter (where not success), count(*)
+               from dq_results where run_id = ? group by all order by 1""",
+            [run.run_id],
+        ).fetchall()
     finally:
         con.close()
-    if checks["unreconciled_files"]:
-        raise DataRejected(f"{checks['unreconciled_files']} file(s) do not reconcile to the cent")
-    return checks
+    if unreconciled:
+        # Loads reconcile inside their transaction; a row here means the ledger was edited by hand.
+        raise DataRejected(f"{unreconciled} loaded file(s) do not reconcile to the cent (see reconciliations)")
+    return {
+        "rules_checked": sum(total for _, _, total in rules),
+        "warnings": sum(failed for severity, failed, _ in rules if severity == "warn"),
+        "loaded": len(loaded.get("loaded", [])),
+    }
 
 
 def _latest_day(con: duckdb.DuckDBPyConnection) -> date:

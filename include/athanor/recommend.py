@@ -25,6 +25,7 @@ from athanor.warehouse import sql, transaction
 
 PLANNING_WINDOW_DAYS = 30
 HOURS_PER_MONTH = 730.0
+HOURS_PER_YEAR = 8760.0
 
 
 @dataclass(frozen=True)
@@ -89,13 +90,7 @@ def recommend_purchases(
     for col in ("on_demand_units", "spot_units", "reserved_units", "savings_plan_units"):
         demand[col] = demand[col].fillna(0.0)
     window = _hourly(demand, start, end, "units")
-    held = demand.assign(held=demand["reserved_units"] + demand["savings_plan_units"])
-    # Commitments already held, netted out of the purchase; the export carries no expiry for
-    # every commitment type, so they are assumed to last the planning horizon.
-    existing = {
-        pool: [(float(g["held"].sum() / len(pd.date_range(start, end, freq="h", inclusive="left"))), 8760.0)]
-        for pool, g in held.groupby("pool")
-    }
+    existing = commitments_held(con, start, end)
     classes = con.execute(sql("marts/job_classes"), {"window_start": start, "window_end": end}).df()
     ref = con.execute(
         "select instance_family, max(normalization_factor) nf, arg_max(gpu_count, normalization_factor) gpus,"
@@ -140,6 +135,22 @@ def recommend_purchases(
         "estimated_savings_percentage": round(rec.estimated_savings_percentage, 1),
         "explanation": summary["explanation"],
     }
+
+
+def commitments_held(
+    con: duckdb.DuckDBPyConnection, start: datetime, end: datetime
+) -> dict[str, list[tuple[float, float]]]:
+    """Per pool, (average units, hours until expiry) of every commitment held in the window.
+
+    The purchase is sized net of these, hour by hour, until each expires. A commitment whose
+    export carries no end date is assumed to outlast the one-year planning horizon.
+    """
+    held: dict[str, list[tuple[float, float]]] = {}
+    rows = con.execute(sql("marts/commitments_held"), {"window_start": start, "window_end": end}).fetchall()
+    for pool, _, _, units, ends in rows:
+        hours_left = (ends - end).total_seconds() / 3600 if ends is not None else HOURS_PER_YEAR
+        held.setdefault(pool, []).append((float(units), max(0.0, float(hours_left))))
+    return held
 
 
 def _backtests(con: duckdb.DuckDBPyConnection, as_of: date, a: PricingAssumptions) -> pd.DataFrame:

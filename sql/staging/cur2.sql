@@ -138,8 +138,10 @@ renamed as (
         -- The few provider columns analysts and the duplicate check need; copying every
         -- unknown column into the map costs more than the rest of a 10M-row load.
         map(
-            ['line_item_id', 'time_interval', 'usage_type', 'operation'],
-            [identity_line_item_id, identity_time_interval, line_item_usage_type, line_item_operation]
+            ['line_item_id', 'time_interval', 'usage_type', 'operation', 'commitment_end'],
+            [identity_line_item_id, identity_time_interval, line_item_usage_type, line_item_operation,
+             cast(coalesce(nullif(cast(reservation_end_time as varchar), ''),
+                           nullif(cast(savings_plan_end_time as varchar), '')) as varchar)]
         )                                                                   as x_provider_columns
     from source
 ),

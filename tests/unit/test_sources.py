@@ -260,7 +260,13 @@ def test_cur2_parquet_with_native_maps(con, tmp_path: Path) -> None:
             {"team": "vision"},
             "p5.48xlarge",
             8,
-            {"line_item_id": None, "time_interval": None, "usage_type": "USE1-SpotUsage:p5.48xlarge", "operation": None},
+            {
+                "line_item_id": None,
+                "time_interval": None,
+                "usage_type": "USE1-SpotUsage:p5.48xlarge",
+                "operation": None,
+                "commitment_end": None,
+            },
             1,
         )
     ]

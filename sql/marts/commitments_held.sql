@@ -1,0 +1,35 @@
+-- Grain: one row per GPU pool and commitment held during the planning window
+-- [$window_start, $window_end): the units it covered on average and when it ends.
+-- FOCUS has no end-date column: exporters that know it add one (x_CommitmentDiscountEnd);
+-- CUR has reservation_end_time / savings_plan_end_time (kept as commitment_end).
+with covered as (
+    select
+        f.x_instance_family || '/' || coalesce(f.region_id, 'global')   as pool,
+        f.commitment_discount_id,
+        f.x_pricing_model                                              as pricing_model,
+        cast(f.x_usage_hours as double) * ref.normalization_factor     as normalized_hours,
+        try_cast(coalesce(
+            f.x_provider_columns['x_CommitmentDiscountEnd'], f.x_provider_columns['commitment_end']
+        ) as timestamptz)                                              as commitment_end
+    from billing_facts as f
+    join ref_instance_types as ref on ref.instance_type = f.x_instance_type
+    where f.x_pricing_model in ('reserved', 'savings_plan') and f.x_usage_hours > 0
+      and f.charge_period_start >= $window_start and f.charge_period_start < $window_end
+),
+
+reference as (
+    select instance_family, max(normalization_factor) as reference_factor
+    from ref_instance_types group by instance_family
+)
+
+select
+    c.pool,
+    c.commitment_discount_id,
+    any_value(c.pricing_model)                                               as pricing_model,
+    sum(c.normalized_hours / r.reference_factor)
+        / (epoch($window_end) - epoch($window_start)) * 3600                 as average_units,
+    cast(max(c.commitment_end) as timestamp)                                 as commitment_end
+from covered as c
+join reference as r on r.instance_family = split_part(c.pool, '/', 1)
+group by all
+order by all
