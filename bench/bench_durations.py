@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
 from athanor import durations as D
 
 PHILLY = (

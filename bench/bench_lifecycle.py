@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
+
 from athanor.demo_storage import CSV_SCHEMA, generate_ebs, generate_inventory
 from athanor.lifecycle import read_ebs, read_inventory, recommend_lifecycle
 from athanor.storage.checkpoints import index_checkpoints

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
 from athanor import mix, spot
 from athanor.scenarios import SCENARIOS, make_scenario
 

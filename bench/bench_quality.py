@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import duckdb
+
 from athanor.ingest import ingest_billing
 from athanor.quality import BatchContext, QualityConfig, validate_batch
 from athanor.warehouse import connect

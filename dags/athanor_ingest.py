@@ -30,11 +30,22 @@ and is moved to quarantine; everything loaded before stays as it was.
     tags=["athanor", "ingest"],
     doc_md=DOC,
     params={
-        "as_of": Param(None, type=["null", "string"], format="date", title="As of (day)",
-                       description="Run for this day instead of the run's logical date."),
-        "source": Param(None, type=["null", "string"], title="Source",
-                        description="Folder or s3://bucket/prefix to read instead of the configured landing."),
-        "dry_run": Param(False, type="boolean", title="Dry run", description="List the deliveries, load nothing."),
+        "as_of": Param(
+            None,
+            type=["null", "string"],
+            format="date",
+            title="As of (day)",
+            description="Run for this day instead of the run's logical date.",
+        ),
+        "source": Param(
+            None,
+            type=["null", "string"],
+            title="Source",
+            description="Folder or s3://bucket/prefix to read instead of the configured landing.",
+        ),
+        "dry_run": Param(
+            False, type="boolean", title="Dry run", description="List the deliveries, load nothing."
+        ),
     },
 )
 def athanor_ingest():

@@ -27,10 +27,19 @@ analysts. `apply_lifecycle` stays a dry run unless the form says otherwise.
     tags=["athanor", "recommend", "report"],
     doc_md=DOC,
     params={
-        "as_of": Param(None, type=["null", "string"], format="date", title="As of (day)",
-                       description="Day the report is for (default: the latest day in the warehouse)."),
-        "apply_lifecycle": Param(False, type="boolean", title="Apply lifecycle rules",
-                                 description="Put the recommended rules on the bucket (default: dry run)."),
+        "as_of": Param(
+            None,
+            type=["null", "string"],
+            format="date",
+            title="As of (day)",
+            description="Day the report is for (default: the latest day in the warehouse).",
+        ),
+        "apply_lifecycle": Param(
+            False,
+            type="boolean",
+            title="Apply lifecycle rules",
+            description="Put the recommended rules on the bucket (default: dry run).",
+        ),
     },
 )
 def athanor_optimize():

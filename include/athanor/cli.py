@@ -37,7 +37,9 @@ def format_rows(columns: Sequence[str], rows: Sequence[Sequence[object]], fmt: s
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
     line = "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))
     body = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
-    return "\n".join([line, "  ".join("-" * w for w in widths), *body, f"({len(rows)} row{'s' if len(rows) != 1 else ''})"])
+    return "\n".join(
+        [line, "  ".join("-" * w for w in widths), *body, f"({len(rows)} row{'s' if len(rows) != 1 else ''})"]
+    )
 
 
 def _cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
@@ -68,7 +70,9 @@ def _cmd_query(args: argparse.Namespace, settings: Settings) -> int:
         if args.warehouse or not settings.snapshot.exists():
             print(f"error: {path} is locked by a running load and no snapshot exists", file=sys.stderr)
             return 1
-        print(f"note: {path.name} is being written; reading the snapshot {settings.snapshot}", file=sys.stderr)
+        print(
+            f"note: {path.name} is being written; reading the snapshot {settings.snapshot}", file=sys.stderr
+        )
         con = open_snapshot(settings.snapshot)
     try:
         cur = con.execute(args.sql)
@@ -94,11 +98,13 @@ def _cmd_durations(args: argparse.Namespace, settings: Settings) -> int:
     if missing:
         print(f"error: {Path(args.file).name}: no column {', '.join(missing)} to group by", file=sys.stderr)
         return 1
-    fits = durations.fit_groups(
-        frame, group_by, gof_replicates=args.bootstrap, ci_replicates=args.bootstrap
-    )
+    fits = durations.fit_groups(frame, group_by, gof_replicates=args.bootstrap, ci_replicates=args.bootstrap)
     records = [f.to_record() for f in fits]
-    print(json.dumps(records, indent=2, default=_json_default) if args.format == "json" else durations.format_table(records))
+    print(
+        json.dumps(records, indent=2, default=_json_default)
+        if args.format == "json"
+        else durations.format_table(records)
+    )
     return 0
 
 
@@ -111,15 +117,28 @@ def _cmd_commit_plan(args: argparse.Namespace, settings: Settings) -> int:
         print(f"error: {Path(args.demand).name}: {exc}", file=sys.stderr)
         return 1
     plan = mix.commit_plan(
-        units, args.on_demand_rate, args.commit_rate, upfront_fraction=args.upfront_fraction,
+        units,
+        args.on_demand_rate,
+        args.commit_rate,
+        upfront_fraction=args.upfront_fraction,
         term_months=args.term_months,
     )
     if args.format == "json":
         print(json.dumps(plan.to_dict(), indent=2, default=_json_default))
     else:
         d = plan.to_dict()
-        keys = ["commit_units", "expected_cost", "on_demand_cost", "estimated_monthly_savings_amount",
-                "savings_pct", "utilization", "coverage", "break_even_months", "upfront_cost", "recurring_hourly_cost"]
+        keys = [
+            "commit_units",
+            "expected_cost",
+            "on_demand_cost",
+            "estimated_monthly_savings_amount",
+            "savings_pct",
+            "utilization",
+            "coverage",
+            "break_even_months",
+            "upfront_cost",
+            "recurring_hourly_cost",
+        ]
         print(format_rows(["field", "value"], [(k, d[k]) for k in keys], "table"))
     return 0
 
@@ -179,7 +198,11 @@ def _cmd_lifecycle(args: argparse.Namespace, settings: Settings) -> int:
 
     try:
         inventory = lifecycle.read_inventories([Path(p) for p in args.inventory])
-        ebs = lifecycle.read_ebs(args.ebs_volumes, args.ebs_snapshots) if (args.ebs_volumes or args.ebs_snapshots) else None
+        ebs = (
+            lifecycle.read_ebs(args.ebs_volumes, args.ebs_snapshots)
+            if (args.ebs_volumes or args.ebs_snapshots)
+            else None
+        )
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -190,17 +213,24 @@ def _cmd_lifecycle(args: argparse.Namespace, settings: Settings) -> int:
         from athanor.storage.apply import get_lifecycle
 
         existing = {args.bucket: get_lifecycle(client, args.bucket)}
-    rec = lifecycle.recommend_lifecycle(inventory, ebs, as_of=as_of, keep_last=args.keep_last, existing_configs=existing)
+    rec = lifecycle.recommend_lifecycle(
+        inventory, ebs, as_of=as_of, keep_last=args.keep_last, existing_configs=existing
+    )
     print(rec.to_json() if args.format == "json" else rec.format_table())
     if args.apply:
         if args.bucket not in rec.configs:
             print(f"error: no rules were recommended for bucket {args.bucket}", file=sys.stderr)
             return 1
         artifacts = settings.artifacts / f"lifecycle-{datetime.now():%Y%m%dT%H%M%S}"
-        result = lifecycle.apply_lifecycle(client, args.bucket, rec.configs[args.bucket], artifacts, dry_run=False)
+        result = lifecycle.apply_lifecycle(
+            client, args.bucket, rec.configs[args.bucket], artifacts, dry_run=False
+        )
         print(result.diff_text, file=sys.stderr)
-        print(f"applied to {args.bucket}; previous configuration saved to {result.previous_path} "
-              f"(undo: athanor lifecycle-restore {args.bucket} {result.previous_path})", file=sys.stderr)
+        print(
+            f"applied to {args.bucket}; previous configuration saved to {result.previous_path} "
+            f"(undo: athanor lifecycle-restore {args.bucket} {result.previous_path})",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -217,7 +247,10 @@ def _cmd_quarantine(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.action == "list":
         held = list_quarantine(settings.quarantine)
-        rows = [(d.quarantined_at, d.run_id, d.delivery, ", ".join(d.files), d.reason[:120], str(d.path)) for d in held]
+        rows = [
+            (d.quarantined_at, d.run_id, d.delivery, ", ".join(d.files), d.reason[:120], str(d.path))
+            for d in held
+        ]
         print(format_rows(["quarantined_at", "run_id", "delivery", "files", "reason", "path"], rows, "table"))
         return 0
     if not args.path:
@@ -234,7 +267,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("ingest", help="detect, validate and load export files or folders")
     p.add_argument("paths", nargs="+", help="files or folders (folders are walked; one delivery per folder)")
-    p.add_argument("--warehouse", help="DuckDB file (default: $ATHANOR_WAREHOUSE or warehouse/athanor.duckdb)")
+    p.add_argument(
+        "--warehouse", help="DuckDB file (default: $ATHANOR_WAREHOUSE or warehouse/athanor.duckdb)"
+    )
     p.set_defaults(func=_cmd_ingest)
 
     p = sub.add_parser("query", help="run SQL against the warehouse (read-only)")
@@ -246,7 +281,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("durations", help="fit task-duration distributions to a job-run or durations file")
     p.add_argument("file", help="job-run CSV/Parquet (canonical schema) or a one-column CSV of seconds")
     p.add_argument("--group-by", help="comma-separated columns, e.g. team or team,model")
-    p.add_argument("--bootstrap", type=int, default=49, help="bootstrap replicates for CIs and the fit p-value")
+    p.add_argument(
+        "--bootstrap", type=int, default=49, help="bootstrap replicates for CIs and the fit p-value"
+    )
     p.add_argument("--format", choices=["table", "json"], default="table")
     p.set_defaults(func=_cmd_durations)
 
@@ -271,7 +308,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run-id", default=f"cli__{datetime.now():%Y%m%dT%H%M%S}")
     p.set_defaults(func=_cmd_run)
 
-    p = sub.add_parser("lifecycle", help="price checkpoint-storage policies from S3 Inventory (and EBS listings)")
+    p = sub.add_parser(
+        "lifecycle", help="price checkpoint-storage policies from S3 Inventory (and EBS listings)"
+    )
     p.add_argument("inventory", nargs="+", help="manifest.json files or folders holding inventory deliveries")
     p.add_argument("--ebs-volumes", help="DescribeVolumes JSON")
     p.add_argument("--ebs-snapshots", help="DescribeSnapshots JSON")
@@ -282,7 +321,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bucket", help="bucket to apply to (with --apply)")
     p.set_defaults(func=_cmd_lifecycle)
 
-    p = sub.add_parser("lifecycle-restore", help="put back a bucket's lifecycle configuration saved by --apply")
+    p = sub.add_parser(
+        "lifecycle-restore", help="put back a bucket's lifecycle configuration saved by --apply"
+    )
     p.add_argument("bucket")
     p.add_argument("previous", help="the lifecycle-previous-<bucket>.json written when applying")
     p.set_defaults(func=_cmd_lifecycle_restore)

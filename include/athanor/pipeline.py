@@ -128,8 +128,13 @@ def ingest_deliveries(
                     outcome.failed.append([file])
             for kind in sorted(k for k in by_kind if k.startswith("billing:")):
                 # The billing files of one format in one delivery load together (multi-part exports).
-                _load(outcome, con, by_kind[kind], "billing",
-                      lambda fs, uri=uri: _billing_lines(con, fs, uri, run_id, settings))
+                _load(
+                    outcome,
+                    con,
+                    by_kind[kind],
+                    "billing",
+                    lambda fs, uri=uri: _billing_lines(con, fs, uri, run_id, settings),
+                )
             for file in by_kind["jobs"]:
                 _load(outcome, con, [file], "jobs", lambda fs: ingest_job_file(con, fs[0], job_as_of, run_id))
             for file in by_kind["inventory"]:
@@ -181,11 +186,21 @@ def _load(
 
 
 def _already_loaded(con: duckdb.DuckDBPyConnection, load_id: str) -> bool:
-    return con.execute("select 1 from loads where load_id = ? and status = 'loaded'", [load_id]).fetchone() is not None
+    return (
+        con.execute("select 1 from loads where load_id = ? and status = 'loaded'", [load_id]).fetchone()
+        is not None
+    )
 
 
 def _ledger(
-    con: duckdb.DuckDBPyConnection, load_id: str, kind: str, fmt: str, files: list[Path], digest: str, size: int, rows: int
+    con: duckdb.DuckDBPyConnection,
+    load_id: str,
+    kind: str,
+    fmt: str,
+    files: list[Path],
+    digest: str,
+    size: int,
+    rows: int,
 ) -> None:
     now = datetime.now(UTC).replace(tzinfo=None)
     con.execute(
@@ -225,9 +240,7 @@ def ingest_job_file(
             "delete from job_run_facts where (source, job_id) in (select source, job_id from incoming_jobs)"
         )
         columns = [r[0] for r in con.execute("describe job_run_facts").fetchall()]
-        con.execute(
-            f"insert into job_run_facts by name select {', '.join(columns)} from incoming_jobs"
-        )
+        con.execute(f"insert into job_run_facts by name select {', '.join(columns)} from incoming_jobs")
         con.unregister("incoming_jobs")
         _quality_gate(con, "job_run_facts", load_id, [file], run_id)
         _ledger(con, load_id, "jobs", str(frame["source"].iloc[0]), [file], digest, size, len(frame))
@@ -249,15 +262,21 @@ def ingest_inventory(con: duckdb.DuckDBPyConnection, manifest: Path, run_id: str
     stamp = manifest.parent.name[:10]  # AWS names the folder <date>T<hh>-<mm>Z
     inventory_date = date.fromisoformat(stamp) if _is_date(stamp) else datetime.now(UTC).date()
     index = index_checkpoints(frame, inventory_date).objects
-    frame = frame.assign(load_id=load_id, inventory_date=inventory_date, run_id=index["run"].to_numpy(),
-                         step=index["step"].to_numpy())
+    frame = frame.assign(
+        load_id=load_id,
+        inventory_date=inventory_date,
+        run_id=index["run"].to_numpy(),
+        step=index["step"].to_numpy(),
+    )
     # Inventory CSVs leave fields that do not apply empty (a delete marker has no storage
     # class, a STANDARD object no tier); the warehouse says so with NULL.
     for column in ("storage_class", "it_access_tier", "version_id", "etag"):
         frame[column] = frame[column].replace("", None)
     with transaction(con):
         con.register("incoming_objects", frame)
-        con.execute("delete from storage_objects where bucket in (select distinct bucket from incoming_objects)")
+        con.execute(
+            "delete from storage_objects where bucket in (select distinct bucket from incoming_objects)"
+        )
         columns = [r[0] for r in con.execute("describe storage_objects").fetchall()]
         con.execute(f"insert into storage_objects by name select {', '.join(columns)} from incoming_objects")
         con.unregister("incoming_objects")
@@ -280,8 +299,10 @@ def ingest_ebs(con: duckdb.DuckDBPyConnection, file: Path) -> str:
     parsed = read_ebs(document if kind == "volumes" else None, document if kind == "snapshots" else None)
     items = len(parsed.volumes if kind == "volumes" else parsed.snapshots)
     with transaction(con):
-        con.execute("insert or replace into ebs_listings values (?, ?, ?, ?, ?)",
-                    [load_id, kind, file.name, items, json.dumps(document)])
+        con.execute(
+            "insert or replace into ebs_listings values (?, ?, ?, ?, ?)",
+            [load_id, kind, file.name, items, json.dumps(document)],
+        )
         _ledger(con, load_id, "ebs", f"ebs_{kind}", [file], digest, size, items)
     return f"{file.name}: EBS {kind}, {items:,} items"
 
@@ -334,8 +355,12 @@ def load(run: RunContext, landed: dict) -> dict:
         str(quarantine(files, reason, run.settings.quarantine, run.run_id))
         for files, reason in zip(outcome.failed, outcome.errors, strict=True)
     ]
-    summary = {"loaded": outcome.lines, "waiting": landed["waiting"], "errors": outcome.errors,
-               "quarantined": quarantined}
+    summary = {
+        "loaded": outcome.lines,
+        "waiting": landed["waiting"],
+        "errors": outcome.errors,
+        "quarantined": quarantined,
+    }
     _record_stage(run, "load", "failed" if outcome.errors else "success", summary)
     if outcome.errors:
         raise DataRejected(
@@ -359,7 +384,9 @@ def validate(run: RunContext, loaded: dict) -> dict:
         con.close()
     if unreconciled:
         # Loads reconcile inside their transaction; a row here means the ledger was edited by hand.
-        raise DataRejected(f"{unreconciled} loaded file(s) do not reconcile to the cent (see reconciliations)")
+        raise DataRejected(
+            f"{unreconciled} loaded file(s) do not reconcile to the cent (see reconciliations)"
+        )
     return {
         "rules_checked": sum(total for _, _, total in rules),
         "warnings": sum(failed for severity, failed, _ in rules if severity == "warn"),
@@ -404,19 +431,42 @@ def fit_durations(run: RunContext) -> dict:
         ).fetchone()
         previous = []
         if previous_run:
-            previous = [json.loads(r) for (r,) in con.execute(
-                "select record from duration_fits where run_id = ?", [previous_run[0]]
-            ).fetchall()]
-        drift = {row["group"]: _drift_reason(row) for row in durations.compare_fits(previous, [r for _, r in records])}
+            previous = [
+                json.loads(r)
+                for (r,) in con.execute(
+                    "select record from duration_fits where run_id = ?", [previous_run[0]]
+                ).fetchall()
+            ]
+        drift = {
+            row["group"]: _drift_reason(row)
+            for row in durations.compare_fits(previous, [r for _, r in records])
+        }
         with transaction(con):
             con.execute("delete from duration_fits where run_id = ?", [run.run_id])
             for level, r in records:
                 con.execute(
                     "insert into duration_fits values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [run.run_id, as_of, level, r["group"], r["n"], r["censored"], r["family"],
-                     json.dumps(r["params"]), r.get("aic"), r.get("bic"), r.get("ks"), r.get("ks_pvalue"),
-                     r.get("p50_s"), r.get("p90_s"), r.get("p99_s"), r.get("share_jobs_under_48h"),
-                     r.get("share_gpu_hours_under_48h"), drift.get(r["group"]), json.dumps(r, default=str)],
+                    [
+                        run.run_id,
+                        as_of,
+                        level,
+                        r["group"],
+                        r["n"],
+                        r["censored"],
+                        r["family"],
+                        json.dumps(r["params"]),
+                        r.get("aic"),
+                        r.get("bic"),
+                        r.get("ks"),
+                        r.get("ks_pvalue"),
+                        r.get("p50_s"),
+                        r.get("p90_s"),
+                        r.get("p99_s"),
+                        r.get("share_jobs_under_48h"),
+                        r.get("share_gpu_hours_under_48h"),
+                        drift.get(r["group"]),
+                        json.dumps(r, default=str),
+                    ],
                 )
         explained = {
             currency: round(float(share or 0.0), 4)
@@ -453,7 +503,10 @@ def recommend_lifecycle(run: RunContext) -> dict:
         as_of = _as_of(run, con)
         apply = bool(run.params.get("apply_lifecycle"))
         result = recommend.recommend_storage(
-            con, run.run_id, as_of, apply=apply,
+            con,
+            run.run_id,
+            as_of,
+            apply=apply,
             artifacts_dir=run.settings.artifacts / _safe(run.run_id),
             s3_client=run.s3_client() if apply and run.s3_client else None,
         )

@@ -70,9 +70,21 @@ def _hourly(frame: pd.DataFrame, start: datetime, end: datetime, column: str) ->
     out = []
     for pool, g in frame.groupby("pool"):
         series = g.set_index("hour")[column].reindex(hours, fill_value=0.0).fillna(0.0)
-        out.append(pd.DataFrame({"hour": hours, "pool": pool, "units": series.to_numpy(),
-                                 "on_demand_rate": float(g["on_demand_rate_usd"].iloc[0])}))
-    return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=["hour", "pool", "units", "on_demand_rate"])
+        out.append(
+            pd.DataFrame(
+                {
+                    "hour": hours,
+                    "pool": pool,
+                    "units": series.to_numpy(),
+                    "on_demand_rate": float(g["on_demand_rate_usd"].iloc[0]),
+                }
+            )
+        )
+    return (
+        pd.concat(out, ignore_index=True)
+        if out
+        else pd.DataFrame(columns=["hour", "pool", "units", "on_demand_rate"])
+    )
 
 
 def recommend_purchases(
@@ -92,10 +104,14 @@ def recommend_purchases(
     window = _hourly(demand, start, end, "units")
     existing = commitments_held(con, start, end)
     classes = con.execute(sql("marts/job_classes"), {"window_start": start, "window_end": end}).df()
-    ref = con.execute(
-        "select instance_family, max(normalization_factor) nf, arg_max(gpu_count, normalization_factor) gpus,"
-        " arg_max(spot_usd_per_h, normalization_factor) spot from ref_instance_types group by 1"
-    ).df().set_index("instance_family")
+    ref = (
+        con.execute(
+            "select instance_family, max(normalization_factor) nf, arg_max(gpu_count, normalization_factor) gpus,"
+            " arg_max(spot_usd_per_h, normalization_factor) spot from ref_instance_types group by 1"
+        )
+        .df()
+        .set_index("instance_family")
+    )
     rates = interruption_rates(a.region)
     if not classes.empty:
         family = classes["pool"].str.split("/").str[0]
@@ -122,8 +138,13 @@ def recommend_purchases(
         sp_discount_by_pool={p: a.savings_plan_discount for p in window["pool"].unique()},
     )
     rec = mix.recommend_mix(
-        window, classes, prices=prices, rates=rates, current_monthly_bill_usd=current_bill,
-        existing_by_pool=existing, gpus_per_unit_by_pool=gpus_per_unit,
+        window,
+        classes,
+        prices=prices,
+        rates=rates,
+        current_monthly_bill_usd=current_bill,
+        existing_by_pool=existing,
+        gpus_per_unit_by_pool=gpus_per_unit,
     )
     summary = rec.to_dict()
     summary["explanation"] = mix.explain(rec)
@@ -174,9 +195,17 @@ def _backtests(con: duckdb.DuckDBPyConnection, as_of: date, a: PricingAssumption
         od = 21.96  # p4d.24xlarge on-demand $/h (BRIEF.md)
         frames.append(mix.backtest(series, od, od * a.one_year_ratio).assign(scenario=name))
     table = pd.concat([f for f in frames if not f.empty], ignore_index=True) if frames else pd.DataFrame()
-    return table.rename(
-        columns={"cost_usd": "cost", "on_demand_cost_usd": "on_demand_cost", "savings_vs_on_demand_pct": "savings_pct"}
-    )[["scenario", "policy", "month", "cost", "on_demand_cost", "savings_pct", "regret_pct"]] if not table.empty else table
+    return (
+        table.rename(
+            columns={
+                "cost_usd": "cost",
+                "on_demand_cost_usd": "on_demand_cost",
+                "savings_vs_on_demand_pct": "savings_pct",
+            }
+        )[["scenario", "policy", "month", "cost", "on_demand_cost", "savings_pct", "regret_pct"]]
+        if not table.empty
+        else table
+    )
 
 
 def _money(value: float | None) -> Decimal | None:
@@ -198,54 +227,150 @@ def _store_mix(
         if p.plan.commit_units <= 0:
             continue
         term = "3-year" if p.plan.term_months == 36 else "1-year"
-        rows.append((
-            "reserved_instances", p.pool,
-            f"Reserve {p.plan.commit_units:g} more {p.pool.split('/')[0]} units ({term}, {p.plan.payment_option.replace('_', ' ')}) in {p.pool.split('/')[-1]}",
-            p.plan.commit_units, None, p.plan.term_months, p.plan.upfront_cost,
-            p.plan.recurring_hourly_cost * HOURS_PER_MONTH, p.plan.expected_cost, p.plan.on_demand_cost,
-            p.plan.savings, p.plan.savings_pct, p.plan.utilization, p.plan.coverage, p.plan.break_even_months,
-            "commitment outlives demand if it falls", p.to_dict(),
-        ))
+        rows.append(
+            (
+                "reserved_instances",
+                p.pool,
+                f"Reserve {p.plan.commit_units:g} more {p.pool.split('/')[0]} units ({term}, {p.plan.payment_option.replace('_', ' ')}) in {p.pool.split('/')[-1]}",
+                p.plan.commit_units,
+                None,
+                p.plan.term_months,
+                p.plan.upfront_cost,
+                p.plan.recurring_hourly_cost * HOURS_PER_MONTH,
+                p.plan.expected_cost,
+                p.plan.on_demand_cost,
+                p.plan.savings,
+                p.plan.savings_pct,
+                p.plan.utilization,
+                p.plan.coverage,
+                p.plan.break_even_months,
+                "commitment outlives demand if it falls",
+                p.to_dict(),
+            )
+        )
     if rec.savings_plan is not None and rec.hourly_commitment > 0:
         sp = rec.savings_plan.to_dict()
-        rows.append((
-            "savings_plan", "all pools",
-            f"Buy a compute savings plan of ${rec.hourly_commitment:,.3f}/hour",
-            None, rec.hourly_commitment, 12, 0.0, rec.hourly_commitment * HOURS_PER_MONTH,
-            sp.get("expected_cost"), sp.get("on_demand_cost"), sp.get("savings"), sp.get("savings_pct"),
-            sp.get("utilization"), sp.get("coverage"), 0.0, "commitment outlives demand if it falls", sp,
-        ))
+        rows.append(
+            (
+                "savings_plan",
+                "all pools",
+                f"Buy a compute savings plan of ${rec.hourly_commitment:,.3f}/hour",
+                None,
+                rec.hourly_commitment,
+                12,
+                0.0,
+                rec.hourly_commitment * HOURS_PER_MONTH,
+                sp.get("expected_cost"),
+                sp.get("on_demand_cost"),
+                sp.get("savings"),
+                sp.get("savings_pct"),
+                sp.get("utilization"),
+                sp.get("coverage"),
+                0.0,
+                "commitment outlives demand if it falls",
+                sp,
+            )
+        )
     spot_classes = [j for j in rec.job_classes if j.uses_spot]
     if spot_classes:
         share = rec.hours_share.get("spot", 0.0)
-        rows.append((
-            "spot", "job classes",
-            f"Run {share:.0%} of GPU-hours on spot: " + ", ".join(j.job_class for j in spot_classes[:6]),
-            None, None, None, 0.0, None, None, None, None, None, None, None, 0.0,
-            f"{(rec.spot_completion_rate or 0):.1%} of spot jobs finish by their deadline",
-            {"job_classes": [j.to_dict() for j in rec.job_classes]},
-        ))
-    rows.append((
-        "mix", "fleet", summary["explanation"].split(". ")[0],
-        None, rec.hourly_commitment, None, rec.upfront_cost, rec.recurring_cost, rec.estimated_monthly_cost,
-        rec.current_monthly_bill_usd, rec.estimated_monthly_savings_amount, rec.estimated_savings_percentage,
-        rec.average_utilization, rec.coverage, rec.break_even_months,
-        f"completion {rec.expected_completion_rate:.1%}", summary,
-    ))
+        rows.append(
+            (
+                "spot",
+                "job classes",
+                f"Run {share:.0%} of GPU-hours on spot: " + ", ".join(j.job_class for j in spot_classes[:6]),
+                None,
+                None,
+                None,
+                0.0,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                0.0,
+                f"{(rec.spot_completion_rate or 0):.1%} of spot jobs finish by their deadline",
+                {"job_classes": [j.to_dict() for j in rec.job_classes]},
+            )
+        )
+    rows.append(
+        (
+            "mix",
+            "fleet",
+            summary["explanation"].split(". ")[0],
+            None,
+            rec.hourly_commitment,
+            None,
+            rec.upfront_cost,
+            rec.recurring_cost,
+            rec.estimated_monthly_cost,
+            rec.current_monthly_bill_usd,
+            rec.estimated_monthly_savings_amount,
+            rec.estimated_savings_percentage,
+            rec.average_utilization,
+            rec.coverage,
+            rec.break_even_months,
+            f"completion {rec.expected_completion_rate:.1%}",
+            summary,
+        )
+    )
     with transaction(con):
-        con.execute("delete from recommendations where run_id = ? and kind in ('reserved_instances', 'savings_plan', 'spot', 'mix')", [run_id])
-        for (kind, scope, action, qty, hourly, term, upfront, recurring, cost, current, savings, pct,
-             util, cov, breakeven, risk, detail) in rows:
+        con.execute(
+            "delete from recommendations where run_id = ? and kind in ('reserved_instances', 'savings_plan', 'spot', 'mix')",
+            [run_id],
+        )
+        for (
+            kind,
+            scope,
+            action,
+            qty,
+            hourly,
+            term,
+            upfront,
+            recurring,
+            cost,
+            current,
+            savings,
+            pct,
+            util,
+            cov,
+            breakeven,
+            risk,
+            detail,
+        ) in rows:
             con.execute(
                 "insert into recommendations values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [run_id, as_of, kind, scope, action, qty, hourly, term, _money(upfront), _money(recurring),
-                 _money(cost), _money(current), _money(savings), pct, util, cov, breakeven, risk,
-                 assumptions, json.dumps(detail, default=str)],
+                [
+                    run_id,
+                    as_of,
+                    kind,
+                    scope,
+                    action,
+                    qty,
+                    hourly,
+                    term,
+                    _money(upfront),
+                    _money(recurring),
+                    _money(cost),
+                    _money(current),
+                    _money(savings),
+                    pct,
+                    util,
+                    cov,
+                    breakeven,
+                    risk,
+                    assumptions,
+                    json.dumps(detail, default=str),
+                ],
             )
         con.execute("delete from backtests where run_id = ?", [run_id])
         if not backtests.empty:
             con.register("bt", backtests)
-            con.execute("insert into backtests by name select ? as run_id, ? as as_of, * from bt", [run_id, as_of])
+            con.execute(
+                "insert into backtests by name select ? as run_id, ? as as_of, * from bt", [run_id, as_of]
+            )
             con.unregister("bt")
 
 
@@ -262,9 +387,21 @@ def recommend_storage(
     from athanor import lifecycle
     from athanor.storage.inventory import read_ebs
 
-    columns = ["bucket", "key", "version_id", "is_latest", "is_delete_marker", "size_bytes", "last_modified",
-               "storage_class", "it_access_tier", "etag"]
-    inventory = con.execute(f"select {', '.join(columns)} from storage_objects order by bucket, key, last_modified").df()
+    columns = [
+        "bucket",
+        "key",
+        "version_id",
+        "is_latest",
+        "is_delete_marker",
+        "size_bytes",
+        "last_modified",
+        "storage_class",
+        "it_access_tier",
+        "etag",
+    ]
+    inventory = con.execute(
+        f"select {', '.join(columns)} from storage_objects order by bucket, key, last_modified"
+    ).df()
     # The warehouse keeps UTC as naive timestamps; the storage model works in aware UTC.
     inventory["last_modified"] = pd.to_datetime(inventory["last_modified"]).dt.tz_localize("UTC")
     listings = dict(con.execute("select kind, document from ebs_listings").fetchall())
@@ -295,33 +432,73 @@ def recommend_storage(
         saving_year = p.before.total - p.after.total
         if p.chosen == lifecycle.DO_NOTHING.name() or saving_year <= 0:
             continue
-        rows.append(("lifecycle", f"s3://{p.bucket}/{p.prefix}", f"Set lifecycle policy '{p.chosen}' on s3://{p.bucket}/{p.prefix}",
-                     p.before.total / rec.horizon_months, p.after.total / rec.horizon_months, saving_year, p.to_dict()))
+        rows.append(
+            (
+                "lifecycle",
+                f"s3://{p.bucket}/{p.prefix}",
+                f"Set lifecycle policy '{p.chosen}' on s3://{p.bucket}/{p.prefix}",
+                p.before.total / rec.horizon_months,
+                p.after.total / rec.horizon_months,
+                saving_year,
+                p.to_dict(),
+            )
+        )
     if rec.ebs and rec.ebs.actions:
         before, after = rec.ebs.before.total, rec.ebs.after.total
-        rows.append(("ebs", "EBS volumes and snapshots", f"Clean up {len(rec.ebs.actions)} idle EBS volumes/snapshots",
-                     before / rec.horizon_months, after / rec.horizon_months, before - after, rec.ebs.to_dict()))
+        rows.append(
+            (
+                "ebs",
+                "EBS volumes and snapshots",
+                f"Clean up {len(rec.ebs.actions)} idle EBS volumes/snapshots",
+                before / rec.horizon_months,
+                after / rec.horizon_months,
+                before - after,
+                rec.ebs.to_dict(),
+            )
+        )
     summary_detail = {**detail, "applied": applied}
     with transaction(con):
-        con.execute("delete from recommendations where run_id = ? and kind in ('lifecycle', 'ebs', 'storage')", [run_id])
+        con.execute(
+            "delete from recommendations where run_id = ? and kind in ('lifecycle', 'ebs', 'storage')",
+            [run_id],
+        )
         for kind, scope, action, before_m, after_m, saving_year, d in rows:
             con.execute(
                 """insert into recommendations (run_id, as_of, kind, scope, action, current_monthly_cost,
                        estimated_monthly_cost, estimated_monthly_savings_amount, estimated_savings_percentage,
                        risk, assumptions, detail)
                    values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                [run_id, as_of, kind, scope, action, _money(before_m), _money(after_m),
-                 _money(saving_year / rec.horizon_months),
-                 100.0 * (before_m - after_m) / before_m if before_m else 0.0,
-                 "protected checkpoints (latest per run, keep-tagged) are never expired",
-                 json.dumps(detail["assumptions"], default=str), json.dumps(d, default=str)],
+                [
+                    run_id,
+                    as_of,
+                    kind,
+                    scope,
+                    action,
+                    _money(before_m),
+                    _money(after_m),
+                    _money(saving_year / rec.horizon_months),
+                    100.0 * (before_m - after_m) / before_m if before_m else 0.0,
+                    "protected checkpoints (latest per run, keep-tagged) are never expired",
+                    json.dumps(detail["assumptions"], default=str),
+                    json.dumps(d, default=str),
+                ],
             )
         con.execute(
             """insert into recommendations (run_id, as_of, kind, scope, action, current_monthly_cost,
                    estimated_monthly_cost, estimated_monthly_savings_amount, detail)
                values (?, ?, 'storage', 'all buckets', ?, ?, ?, ?, ?)""",
-            [run_id, as_of, f"Checkpoint storage: save ${rec.savings_year_usd:,.0f} a year",
-             _money(rec.before.total / rec.horizon_months), _money(rec.after.total / rec.horizon_months),
-             _money(rec.savings_month_usd), json.dumps(summary_detail, default=str)],
+            [
+                run_id,
+                as_of,
+                f"Checkpoint storage: save ${rec.savings_year_usd:,.0f} a year",
+                _money(rec.before.total / rec.horizon_months),
+                _money(rec.after.total / rec.horizon_months),
+                _money(rec.savings_month_usd),
+                json.dumps(summary_detail, default=str),
+            ],
         )
-    return {"buckets": len(rec.configs), "savings_year_usd": round(rec.savings_year_usd, 2), "applied": len(applied)}
+    return {
+        "buckets": len(rec.configs),
+        "savings_year_usd": round(rec.savings_year_usd, 2),
+        "applied": len(applied),
+    }

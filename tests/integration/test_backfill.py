@@ -23,11 +23,11 @@ from datetime import date
 from pathlib import Path
 
 import pytest
+
 from athanor import demo, demo_storage
 from athanor.orchestration import run_stage
 from athanor.settings import Settings
 from athanor.warehouse import connect
-
 from tests.conftest import airflow_env
 from tests.support.airflow_server import AirflowRunFailed, start_airflow
 

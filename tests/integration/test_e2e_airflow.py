@@ -28,7 +28,9 @@ AS_OF = date(2026, 11, 30)
 
 
 def _airflow(env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(["airflow", *args], env=env, capture_output=True, text=True, timeout=900, check=check)
+    return subprocess.run(
+        ["airflow", *args], env=env, capture_output=True, text=True, timeout=900, check=check
+    )
 
 
 def _content_hash(warehouse: Path) -> tuple:

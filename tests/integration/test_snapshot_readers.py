@@ -26,6 +26,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
+
 from athanor import demo, demo_storage
 from athanor.warehouse import connect, publish_snapshot
 

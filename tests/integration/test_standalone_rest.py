@@ -15,9 +15,9 @@ from datetime import date, datetime
 from decimal import Decimal
 
 import pytest
+
 from athanor import demo, demo_storage
 from athanor.warehouse import connect
-
 from tests.conftest import airflow_env
 from tests.support.airflow_server import AirflowServer, start_airflow
 

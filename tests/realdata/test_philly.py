@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from athanor import durations as D
 from scipy import stats
 
+from athanor import durations as D
 from tests.conftest import shared_data
 
 PHILLY = shared_data() / "traces" / "philly-runtime-seconds.csv"

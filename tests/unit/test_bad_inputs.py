@@ -22,6 +22,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 from athanor.ingest import IngestError, ingest_billing
 from athanor.quality import QualityError, quarantine, release
 from athanor.warehouse import connect
@@ -317,7 +318,9 @@ def test_charge_period_before_billing_period_warns_and_loads(wh, tmp_path):
     file = write_csv(tmp_path / "focus-2026-11.csv.gz", rows)
     result = ingest_billing(wh, [file])
     assert result.status == "loaded" and result.rows == 20
-    assert dq_warnings(wh, result.load_id) == [("charge_period_billed_late", 1, ["row 3: 2026-10-31 23:00:00"])]
+    assert dq_warnings(wh, result.load_id) == [
+        ("charge_period_billed_late", 1, ["row 3: 2026-10-31 23:00:00"])
+    ]
 
 
 def test_duplicate_line_items_within_a_file(wh, tmp_path):
@@ -387,7 +390,9 @@ def test_line_item_already_loaded_under_another_period(wh, tmp_path):
     ]
     file = write_csv(tmp_path / "focus-dec.csv", rows)
     message = rejected(wh, [file], QualityError)
-    assert message.startswith("focus-dec.csv: rule line_item_not_already_loaded failed, 20 bad rows (e.g. row 1: ")
+    assert message.startswith(
+        "focus-dec.csv: rule line_item_not_already_loaded failed, 20 bad rows (e.g. row 1: "
+    )
     assert "row 1: already loaded from focus-2026-11.csv row 1" in message
 
 

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+
 from athanor import demo, exports
 
 # A small world (30 days, 2 months) for the tests that generate several times.

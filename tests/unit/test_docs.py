@@ -6,9 +6,9 @@ from datetime import date
 from pathlib import Path
 
 import pytest
+
 from athanor.docs import DOC_PATH, EXAMPLES, main, render_markdown, schema_catalog
 from athanor.warehouse import connect
-
 from tests.unit.test_report import fill_small_warehouse
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "sql" / "schema"
@@ -16,9 +16,14 @@ SCHEMA_DIR = Path(__file__).resolve().parents[2] / "sql" / "schema"
 
 def test_every_schema_table_view_and_column_has_a_comment() -> None:
     relations = schema_catalog()
-    assert {"billing_facts", "focus_charges", "job_runs", "recommendations", "dq_results", "ref_instance_types"} <= {
-        r.name for r in relations
-    }
+    assert {
+        "billing_facts",
+        "focus_charges",
+        "job_runs",
+        "recommendations",
+        "dq_results",
+        "ref_instance_types",
+    } <= {r.name for r in relations}
     missing = [r.name for r in relations if not r.comment] + [
         f"{r.name}.{c.name}" for r in relations for c in r.columns if not c.comment
     ]

@@ -8,8 +8,9 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from athanor import durations as D
 from scipy import integrate, optimize, stats
+
+from athanor import durations as D
 
 TRUTH = {
     "lognormal": {"mu": 8.0, "sigma": 1.2},

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
 from athanor import jobs
 from athanor.jobs import (
     COLUMNS,

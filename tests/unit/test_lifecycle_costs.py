@@ -7,6 +7,7 @@ from datetime import date
 import numpy as np
 import pandas as pd
 import pytest
+
 from athanor.lifecycle import recommend_lifecycle
 from athanor.storage.checkpoints import index_checkpoints
 from athanor.storage.inventory import read_ebs

@@ -11,6 +11,8 @@ from pathlib import Path
 import boto3
 import pandas as pd
 import pytest
+from moto import mock_aws
+
 from athanor.demo_storage import generate_ebs, generate_inventory
 from athanor.storage.inventory import (
     INVENTORY_COLUMNS,
@@ -21,7 +23,6 @@ from athanor.storage.inventory import (
     read_inventory,
     write_csv_gz,
 )
-from moto import mock_aws
 
 SCHEMA = "Bucket, Key, VersionId, IsLatest, IsDeleteMarker, Size, LastModifiedDate, StorageClass, IntelligentTieringAccessTier, ETag"
 AS_OF = date(2026, 12, 1)

@@ -10,12 +10,13 @@ from __future__ import annotations
 from datetime import date
 
 import pandas as pd
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from athanor.lifecycle import recommend_lifecycle
 from athanor.storage.checkpoints import index_checkpoints
 from athanor.storage.pricing import INTELLIGENT_TIERING
 from athanor.storage.rules import ObjectState, evaluate, harms_protected
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 AS_OF = date(2026, 12, 1)
 NOW = pd.Timestamp("2026-12-01T00:00:00Z")

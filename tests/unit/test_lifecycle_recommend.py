@@ -7,6 +7,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
+
 from athanor.demo_storage import generate_ebs, generate_inventory
 from athanor.lifecycle import read_ebs, read_inventories, recommend_lifecycle
 from athanor.storage.rules import harms_protected, validate_lifecycle, versions_rule

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import boto3
 import pytest
+from moto import mock_aws
+
 from athanor.storage.apply import apply_lifecycle, get_lifecycle, restore_lifecycle
 from athanor.storage.rules import (
     LifecycleConflictError,
@@ -20,7 +22,6 @@ from athanor.storage.rules import (
     validate_lifecycle,
     versions_rule,
 )
-from moto import mock_aws
 
 MB = 1024 * 1024
 

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+
 from athanor import mix
 from athanor.mix import (
     CommitmentOffer,

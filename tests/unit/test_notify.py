@@ -48,5 +48,7 @@ def test_webhook_receives_the_reason() -> None:
 
 def test_unreachable_webhook_does_not_raise() -> None:
     # Port 9 (discard) on loopback is closed here: the alert fails, the callback must not.
-    message = notify_failure({"run_id": "r2", "exception": "boom"}, webhook="http://127.0.0.1:9/", timeout_s=2)
+    message = notify_failure(
+        {"run_id": "r2", "exception": "boom"}, webhook="http://127.0.0.1:9/", timeout_s=2
+    )
     assert message.endswith("boom")

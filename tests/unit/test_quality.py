@@ -8,6 +8,7 @@ from decimal import Decimal
 
 import duckdb
 import pytest
+
 from athanor.quality import (
     BatchContext,
     QualityConfig,

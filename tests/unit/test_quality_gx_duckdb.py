@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import duckdb
 import pytest
+
 from athanor.quality import gx_duckdb
 
 

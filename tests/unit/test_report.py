@@ -12,11 +12,12 @@ import boto3
 import duckdb
 import numpy as np
 import pytest
+from moto import mock_aws
+
 from athanor.report import build_report, load_report_data, publish_report
 from athanor.report.exports import neutralise, publish_to_bucket
 from athanor.report.render import money, render_html
 from athanor.warehouse import connect
-from moto import mock_aws
 
 AS_OF = date(2026, 11, 30)  # period [2026-11-01, 2026-12-01), previous [2026-10-02, 2026-11-01)
 XSS_TEAM = "<script>alert('x')</script>"

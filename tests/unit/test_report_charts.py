@@ -5,6 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 import pytest
+
 from athanor.report import charts
 
 SVG = "{http://www.w3.org/2000/svg}"

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from athanor import spot
 from scipy import stats
+
+from athanor import spot
 
 
 def _shared_data() -> Path:
