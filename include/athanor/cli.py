@@ -43,7 +43,7 @@ def format_rows(columns: Sequence[str], rows: Sequence[Sequence[object]], fmt: s
 
 
 def _cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
-    from athanor.pipeline import ingest_paths
+    from athanor.loading import ingest_paths
 
     warehouse = Path(args.warehouse) if args.warehouse else settings.warehouse
     outcome = ingest_paths([Path(p) for p in args.paths], warehouse, settings=settings)
@@ -164,16 +164,17 @@ def _cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     from athanor.orchestration import run_stage
 
     context = {"params": {"as_of": args.as_of, "source": args.source}, "run_id": args.run_id}
+    stage_options = {"settings": settings, "s3_client": s3_client_from_env}
     try:
-        landed = run_stage("land", context, settings=settings)
-        loaded = run_stage("load", context, landed, settings=settings)
-        run_stage("validate", context, loaded, settings=settings)
+        landed = run_stage("land", context, **stage_options)
+        loaded = run_stage("load", context, landed, **stage_options)
+        run_stage("validate", context, loaded, **stage_options)
         for line in loaded.get("loaded", []):
             print(line)
-        fits = run_stage("fit_durations", context, settings=settings)
-        mix = run_stage("recommend_mix", context, fits, settings=settings)
-        lifecycle = run_stage("recommend_lifecycle", context, settings=settings)
-        published = run_stage("publish", context, mix, lifecycle, settings=settings)
+        fits = run_stage("fit_durations", context, **stage_options)
+        mix = run_stage("recommend_mix", context, fits, **stage_options)
+        lifecycle = run_stage("recommend_lifecycle", context, **stage_options)
+        published = run_stage("publish", context, mix, lifecycle, **stage_options)
     except DataRejected as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
