@@ -208,6 +208,12 @@ def _backtests(con: duckdb.DuckDBPyConnection, as_of: date, a: PricingAssumption
     )
 
 
+def mix_words(shares: dict[str, float]) -> str:
+    """'52 % reserved / 14 % savings plan / 30 % spot / 4 % on-demand' (options in that order)."""
+    names = {"reserved": "reserved", "savings_plan": "savings plan", "spot": "spot", "on_demand": "on-demand"}
+    return " / ".join(f"{shares.get(k, 0.0):.0%} {label}".replace("%", " %") for k, label in names.items())
+
+
 def _money(value: float | None) -> Decimal | None:
     return None if value is None or not np.isfinite(value) else Decimal(str(round(value, 2)))
 
@@ -299,7 +305,7 @@ def _store_mix(
         (
             "mix",
             "fleet",
-            summary["explanation"].split(". ")[0],
+            "Run the fleet " + mix_words(rec.hours_share) + " of GPU-hours",
             None,
             rec.hourly_commitment,
             None,
