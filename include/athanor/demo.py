@@ -69,24 +69,10 @@ from athanor.exports import (
     write_cur2,
     write_focus,
 )
+from athanor.jobs import GENERIC_COLUMNS
 
-JOB_COLUMNS = (
-    "job_id",
-    "submit_time",
-    "start_time",
-    "end_time",
-    "state",
-    "instance_type",
-    "instance_count",
-    "gpus_per_instance",
-    "pricing_model",
-    "team",
-    "project",
-    "model",
-    "checkpoint_interval_s",
-    "checkpoint_time_s",
-    "restart_count",
-)
+# The job log is written in the generic schema the job-log reader documents.
+JOB_COLUMNS = GENERIC_COLUMNS
 
 DEBUG, SWEEP, PRETRAIN = 0, 1, 2
 _CLASS_NAMES = ("debug", "sweep", "pretrain")

@@ -353,6 +353,9 @@ GENERIC_OPTIONAL = (
     "restart_count",
     "platform",
 )
+# The documented generic schema in file order (README, "Job-run schema"); `platform` is an
+# optional extra of SageMaker-derived files, not part of it.
+GENERIC_COLUMNS = GENERIC_REQUIRED + tuple(c for c in GENERIC_OPTIONAL if c != "platform")
 
 
 def _text(s: pd.Series) -> pd.Series:

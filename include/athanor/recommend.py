@@ -106,8 +106,7 @@ def recommend_purchases(
     classes = con.execute(sql("marts/job_classes"), {"window_start": start, "window_end": end}).df()
     ref = (
         con.execute(
-            "select instance_family, max(normalization_factor) nf, arg_max(gpu_count, normalization_factor) gpus,"
-            " arg_max(spot_usd_per_h, normalization_factor) spot from ref_instance_types group by 1"
+            "select instance_family, gpu_count as gpus, spot_usd_per_h as spot from ref_instance_families"
         )
         .df()
         .set_index("instance_family")

@@ -15,11 +15,6 @@ with covered as (
     join ref_instance_types as ref on ref.instance_type = f.x_instance_type
     where f.x_pricing_model in ('reserved', 'savings_plan') and f.x_usage_hours > 0
       and f.charge_period_start >= $window_start and f.charge_period_start < $window_end
-),
-
-reference as (
-    select instance_family, max(normalization_factor) as reference_factor
-    from ref_instance_types group by instance_family
 )
 
 select
@@ -30,6 +25,6 @@ select
         / (epoch($window_end) - epoch($window_start)) * 3600                 as average_units,
     cast(max(c.commitment_end) as timestamp)                                 as commitment_end
 from covered as c
-join reference as r on r.instance_family = split_part(c.pool, '/', 1)
+join ref_instance_families as r on r.instance_family = split_part(c.pool, '/', 1)
 group by all
 order by all

@@ -16,13 +16,6 @@ with usage as (
       and f.billing_currency = 'USD'
 ),
 
-reference as (
-    select instance_family, max(normalization_factor) as reference_factor,
-           arg_max(on_demand_usd_per_h, normalization_factor) as on_demand_usd_per_h
-    from ref_instance_types
-    group by instance_family
-),
-
 final as (
     select
         u.hour,
@@ -37,7 +30,7 @@ final as (
         sum(u.list_cost_usd)                                                                as list_cost_usd,
         max(cast(r.on_demand_usd_per_h as double))                                          as on_demand_rate_usd
     from usage as u
-    join reference as r using (instance_family)
+    join ref_instance_families as r using (instance_family)
     group by all
 )
 

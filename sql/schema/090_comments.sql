@@ -322,3 +322,11 @@ comment on column job_run_costs.effective_cost is 'Amortised cost of the job''s 
 comment on column job_run_costs.billed_cost is 'Invoiced cost of the job''s compute rows.';
 comment on column job_run_costs.instance_hours is 'Instance-hours billed for the job.';
 comment on column job_run_costs.billing_rows is 'Number of billing rows tagged to the job.';
+
+comment on view ref_instance_families is 'Reference size of each instance family (its largest size): the unit pools are counted in. Grain: one row per instance family.';
+comment on column ref_instance_families.instance_family is 'Family, e.g. p4d.';
+comment on column ref_instance_families.reference_factor is 'Normalization factor of the reference size; units = instance-hours x factor / this.';
+comment on column ref_instance_families.reference_instance_type is 'The reference size, e.g. g5.48xlarge.';
+comment on column ref_instance_families.gpu_count is 'GPUs in one reference instance (one pool unit).';
+comment on column ref_instance_families.on_demand_usd_per_h is 'On-demand $ per unit-hour (reference instance).';
+comment on column ref_instance_families.spot_usd_per_h is 'Typical spot $ per unit-hour (reference instance), where known.';
