@@ -1,4 +1,4 @@
-"""Load billing deliveries into the warehouse: detect, check, stage, replace, reconcile.
+"""Load billing deliveries into the warehouse: detect, stage, check, replace, reconcile.
 
 A delivery is the set of files a provider writes for one export at one time (one
 file, or the parts of a multi-part export). Each delivery loads in one
@@ -7,11 +7,19 @@ or nothing changes. A re-delivered billing period replaces what earlier
 deliveries loaded for the same billing account and period, because providers
 restate whole months.
 
-The happy path reads each file twice at most: one aggregate pass (rule checks and
-the file's own cost totals per currency) and one pass that stages it straight
-into `billing_facts`. Parquet is read in place (`file_row_number` gives the
-lineage row); CSV and JSON are first copied into a temp table, whose rowid is
-the file's row order.
+The happy path reads each file once into `billing_facts`, with one
+`insert ... select` that casts strictly and stops at the first row breaking a
+rule. Beside it, on a second cursor, a light pass totals the file's own cost per
+currency for the reconciliation; it reads only the few columns the totals need
+and runs while the insert is still parsing. The checks that need typed values
+(periods) and the reconciliation then read the load's own rows back, which is
+cheap in a column store. Only when something is wrong does a slower diagnosis
+pass read the file again, to name the file, row, column, rule and examples.
+
+Row lineage: Parquet gives each row its `file_row_number`; CSV and JSON readers
+have no such column, so the rows are numbered in file order by a streaming
+`row_number()` into a materialised CTE, and the heavy mapping after it runs in
+parallel.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import hashlib
 import json
 import time
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -178,6 +187,13 @@ def _as_map(raw: str, dtype: str) -> str:
     return f"try_cast(try_cast(nullif(trim({column}::varchar), '') as json) as {_MAP})"
 
 
+def _numeric(dtype: str) -> bool:
+    return dtype == "VARCHAR" or dtype.startswith("DECIMAL") or dtype in {
+        "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
+        "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE",
+    }  # fmt: skip
+
+
 def _fold(name: str, parts: list[tuple[str, str]], as_map: bool) -> str:
     """Flattened columns (key, raw column) folded back into one map or JSON object."""
     if as_map:
@@ -203,7 +219,14 @@ def source_select(fmt: BillingFormat, columns: dict[str, str]) -> list[str]:
         is_map = name in fmt.maps
         if name in found:
             raw = found[name]
-            value = _as_map(raw, columns[raw]) if is_map else _as_text(raw, columns[raw])
+            if is_map:
+                value = _as_map(raw, columns[raw])
+            elif name in fmt.money and not _numeric(columns[raw]):
+                # As text, so that a Parquet boolean or date fails the decimal cast (casting
+                # `true` would give 1) and then the "not a decimal number" rule.
+                value = f"{quote_ident(raw)}::varchar"
+            else:
+                value = _as_text(raw, columns[raw])
             items.append(f"{value} as {quote_ident(name)}")
             continue
         parts = [
@@ -228,33 +251,44 @@ def source_select(fmt: BillingFormat, columns: dict[str, str]) -> list[str]:
     return items
 
 
-def _stage_source(con: duckdb.DuckDBPyConnection, path: Path, fmt: BillingFormat) -> None:
-    """Expose the file as view `src` under canonical names, with `__row` its 1-based data row."""
-    columns = read_columns(con, path)
+def _missing_columns(path: Path, fmt: BillingFormat, columns: dict[str, str]) -> None:
     found = fmt.resolve(list(columns), fmt.known)
     missing = [c for c in fmt.required if c not in found and not _foldable(fmt, c, columns)]
     if missing:
         raise IngestError(
             path.name, f"missing mandatory {fmt.description} column(s)", column=", ".join(missing)
         )
+
+
+def _create_source_view(
+    con: duckdb.DuckDBPyConnection, path: Path, fmt: BillingFormat, *, guard: bool = False
+) -> None:
+    """Expose the file as temp view `src` under canonical names, `__row` its 1-based data row.
+
+    With `guard`, reading a row that breaks a not-null rule raises at once (`error()`
+    inside the row number, which every staging query reads): the fast path then
+    leaves the precise message to `_diagnose`.
+    """
+    columns = read_columns(con, path)
+    _missing_columns(path, fmt, columns)
     select = source_select(fmt, columns)
-    params = {"path": str(path)}
-    try:
-        if container(path) == "parquet":
-            # A view cannot take parameters: the path goes in as a quoted literal.
-            reader = _reader(path, row_numbers=True).replace("$path", _literal(str(path)))
-            select.insert(0, "file_row_number + 1 as __row")
-            con.execute(f"create or replace temp view src as select {', '.join(select)} from {reader}")
-        else:
-            # No row number option for CSV/JSON: a temp table's rowids follow insertion
-            # order, which DuckDB keeps equal to file order.
-            con.execute(f"create or replace temp table src_raw as select * from {_reader(path)}", params)
-            first = con.execute("select min(rowid) from src_raw").fetchone()[0] or 0
-            # Temp-table rowids start at an offset in file-backed databases.
-            select.insert(0, f"rowid - {int(first)} + 1 as __row")
-            con.execute(f"create or replace temp view src as select {', '.join(select)} from src_raw")
-    except (duckdb.Error, EOFError, gzip.BadGzipFile) as exc:
-        raise IngestError(path.name, f"unreadable: {_first_line(exc)}") from None
+    # A view cannot take parameters: the path goes in as a quoted literal.
+    reader = _reader(path, row_numbers=True).replace("$path", _literal(str(path)))
+    if container(path) == "parquet":
+        source, row = reader, "file_row_number + 1"
+    else:
+        # No row-number option for CSV/JSON. row_number() over () numbers rows in the order the
+        # reader yields them (file order) but runs on one thread; materialising right after it
+        # keeps the casting and mapping that follow parallel.
+        source = f"(with numbered as materialized (select row_number() over () as __n, * from {reader}) select * from numbered)"
+        row = "__n"
+    select.insert(0, f"{row} as __row")
+    view = f"select {', '.join(select)} from {source}"
+    if guard and fmt.not_null:
+        broken = " or ".join(f"{quote_ident(c)} is null" for c in fmt.not_null)
+        view = f"""select * replace (case when {broken} then error('athanor: a row breaks a not-null rule')
+                                     else __row end as __row) from ({view})"""
+    con.execute(f"create or replace temp view src as {view}")
 
 
 def _foldable(fmt: BillingFormat, name: str, columns: dict[str, str]) -> bool:
@@ -292,33 +326,85 @@ def _checks(fmt: BillingFormat) -> list[tuple[str, str, str]]:
     return checks
 
 
-def _check_and_total(con: duckdb.DuckDBPyConnection, path: Path, fmt: BillingFormat) -> _FileTotals:
-    """One pass over `src`: every rule's bad-row count and the file's cost per currency.
+def _file_totals(con: duckdb.DuckDBPyConnection, path: Path, fmt: BillingFormat) -> _FileTotals:
+    """The file's own row count and cost per currency, read from the file itself.
 
-    Raises on the first broken rule, naming the column, the first bad row and examples.
+    Runs on its own cursor beside the insert; it reads only the columns the totals use.
+    try_cast: a bad value is the insert's (and then the diagnosis') to report, not this pass's.
     """
-    checks = _checks(fmt)
-    aggregates = ", ".join(
-        f"count(*) filter (where {pred}), min(__row) filter (where {pred})" for _, _, pred in checks
-    )
-    # The total uses try_cast so that a bad value reaches its rule below instead of aborting the pass.
+    columns = read_columns(con, path)
+    reader = _reader(path).replace("$path", _literal(str(path)))
     total = fmt.file_total.replace("cast(", "try_cast(")
     groups = con.execute(
-        f"select upper({quote_ident(fmt.currency_column)}), count(*), sum({total}), {aggregates} from src group by all"
+        f"""select upper({quote_ident(fmt.currency_column)}), count(*), sum({total})
+            from (select {", ".join(source_select(fmt, columns))} from {reader}) group by all"""
     ).fetchall()
-    rows = sum(g[1] for g in groups)
-    if rows == 0:
-        raise IngestError(path.name, "no data rows (header only)")
+    return _FileTotals(sum(g[1] for g in groups), {g[0]: g[2] for g in groups})
+
+
+def _diagnose(con: duckdb.DuckDBPyConnection, path: Path, fmt: BillingFormat, failure: str) -> IngestError:
+    """Why a file failed the fast path: every rule's bad rows, the first one named with examples.
+
+    Reads the file again (slowly, once per rule it breaks); only ever runs on a bad file.
+    `con` is a cursor outside the failed load's (aborted) transaction.
+    """
+    try:
+        _create_source_view(con, path, fmt)
+        checks = _checks(fmt)
+        aggregates = ", ".join(
+            f"count(*) filter (where {pred}), min(__row) filter (where {pred})" for _, _, pred in checks
+        )
+        counts = con.execute(f"select count(*), {aggregates} from src").fetchone()
+    except IngestError as exc:
+        return exc
+    except (duckdb.Error, EOFError, gzip.BadGzipFile) as exc:
+        return IngestError(path.name, f"unreadable: {_first_line(exc)}")
+    if counts[0] == 0:
+        return IngestError(path.name, "no data rows (header only)")
     for i, (col, rule, pred) in enumerate(checks):
-        bad = sum(g[3 + 2 * i] for g in groups)
+        bad, first = counts[1 + 2 * i], counts[2 + 2 * i]
         if bad:
-            first = min(g[4 + 2 * i] for g in groups if g[4 + 2 * i] is not None)
             examples = con.execute(
                 f"select __row, {quote_ident(col)}::varchar from src where {pred} order by __row limit 3"
             ).fetchall()
             shown = [f"row {r}: {v!r}" if v is not None else f"row {r}: null" for r, v in examples]
-            raise IngestError(path.name, rule, column=col, row=first, bad_rows=bad, examples=shown)
-    return _FileTotals(rows, {g[0]: g[2] for g in groups})
+            return IngestError(path.name, rule, column=col, row=first, bad_rows=bad, examples=shown)
+    # The rules above catch bad values with their row; this is what they do not foresee.
+    return IngestError(path.name, f"cannot be staged: {failure}")
+
+
+def _stage_file(
+    con: duckdb.DuckDBPyConnection, path: Path, fmt: BillingFormat, params: dict[str, str]
+) -> _FileTotals:
+    """Insert one file's rows into `billing_facts` (inside the caller's transaction); its own totals.
+
+    The file-totals pass runs on a second cursor while this one inserts. On any failure
+    the error names file, row, column and rule (found by `_diagnose` on a third cursor,
+    since the load's transaction is aborted by then).
+    """
+    side = con.cursor()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        totals = pool.submit(_file_totals, side, path, fmt)
+        try:
+            _create_source_view(con, path, fmt, guard=True)
+            con.execute(
+                f"insert into billing_facts by name {sql(fmt.staging_sql)}",
+                {**params, "source_file": path.name},
+            )
+            con.execute("drop view src")
+        except BaseException as exc:
+            side.interrupt()  # its figures are no longer needed; the pool waits for it to stop
+            if isinstance(exc, (duckdb.Error, EOFError, gzip.BadGzipFile)):
+                # The load's transaction is aborted (its rollback takes the view): diagnose on a cursor.
+                raise _diagnose(con.cursor(), path, fmt, _first_line(exc)) from None
+            raise
+        finally:
+            # Its result is read below, or not at all when the insert failed.
+            totals.add_done_callback(lambda _: side.close())
+    try:
+        return totals.result()
+    except (duckdb.Error, EOFError, gzip.BadGzipFile) as exc:
+        raise IngestError(path.name, f"unreadable: {_first_line(exc)}") from None
 
 
 def read_manifest(path: Path) -> list[str] | None:
@@ -382,21 +468,15 @@ def ingest_billing(
     params = {"load_id": load_id, "source_format": fmt.name}
 
     with transaction(con):
-        file_totals: dict[str, _FileTotals] = {}
+        file_totals = {file.name: _stage_file(con, file, fmt, params) for file in files}
         for file in files:
-            _stage_source(con, file, fmt)
-            file_totals[file.name] = _check_and_total(con, file, fmt)
-            # Straight into the fact table: the transaction hides it until the checks below pass.
-            try:
-                con.execute(
-                    f"insert into billing_facts by name {sql(fmt.staging_sql)}",
-                    {**params, "source_file": file.name},
-                )
-            except duckdb.Error as exc:
-                # The checks above catch bad values with their row; this is what they do not foresee.
-                raise IngestError(file.name, f"cannot be staged: {_first_line(exc)}") from None
-        con.execute("drop view if exists src")
-        con.execute("drop table if exists src_raw")
+            if file_totals[file.name].rows == 0:
+                raise IngestError(file.name, "no data rows (header only)")
+        landed = _landed(con, load_id, fmt)
+        for file in files:
+            if any(group.bad_periods for group in landed if group.file == file.name):
+                # The one rule the insert cannot check on raw text; the diagnosis names the rows.
+                raise _diagnose(con.cursor(), file, fmt, "a period ends before it starts")
 
         # Before the restatement: some rules compare the delivery with the rows it replaces.
         # An error-level failure raises QualityError and the whole load rolls back.
@@ -407,13 +487,9 @@ def ingest_billing(
                 con, fmt, load_id=load_id, file_names=names, file_figures=file_totals, run_id=run_id
             )
         replaced = _replace_restated(con, load_id)
-        billed = _reconcile(con, load_id, fmt, file_totals, started_at)
-        keys = con.execute(
-            "select distinct billing_account_id, strftime(billing_period_start, '%Y-%m') from billing_facts where load_id = ?",
-            [load_id],
-        ).fetchall()
-        periods = tuple(sorted({p for _, p in keys}))
-        accounts = sorted({a for a, _ in keys})
+        billed = _reconcile(con, load_id, landed, file_totals, started_at)
+        periods = tuple(sorted({group.period for group in landed}))
+        accounts = sorted({group.account for group in landed})
         rows = sum(t.rows for t in file_totals.values())
         con.execute(
             "insert or replace into loads values (?, 'billing', ?, ?, ?, ?, ?, ?, ?, ?, 'loaded', null, ?, ?)",
@@ -444,53 +520,63 @@ def _replace_restated(con: duckdb.DuckDBPyConnection, load_id: str) -> int:
     return int(replaced)
 
 
+@dataclass(frozen=True)
+class _Landed:
+    """What one load put in billing_facts for one file, currency, account and billing period."""
+
+    file: str
+    currency: str
+    account: str
+    period: str  # YYYY-MM
+    rows: int  # source rows (the format's loaded_rows)
+    total: Decimal  # the format's loaded_total, to compare with the file's own total
+    billed: Decimal
+    bad_periods: int  # rows whose charge or billing period ends before it starts
+
+
+def _landed(con: duckdb.DuckDBPyConnection, load_id: str, fmt: BillingFormat) -> list[_Landed]:
+    """One read of the load's rows: the reconciliation figures, the period rule and the ledger keys."""
+    groups = con.execute(
+        f"""select source_file, billing_currency, billing_account_id, strftime(billing_period_start, '%Y-%m'),
+                   {fmt.loaded_rows}, sum({fmt.loaded_total}), sum(billed_cost),
+                   count(*) filter (where charge_period_end < charge_period_start
+                                       or billing_period_end < billing_period_start)
+            from billing_facts where load_id = ? group by all""",
+        [load_id],
+    ).fetchall()
+    return [_Landed(*group) for group in groups]
+
+
 def _reconcile(
     con: duckdb.DuckDBPyConnection,
     load_id: str,
-    fmt: BillingFormat,
+    landed: list[_Landed],
     file_totals: dict[str, _FileTotals],
     checked_at: datetime,
 ) -> dict[str, Decimal]:
     """Compare each file's own totals with what landed; record them; raise unless equal to the cent."""
-    loaded = con.execute(
-        f"""select source_file, billing_currency, {fmt.loaded_rows}, sum({fmt.loaded_total}), sum(billed_cost),
-                   count(*) filter (where charge_period_end < charge_period_start)
-            from billing_facts where load_id = ? group by all""",
-        [load_id],
-    ).fetchall()
-    landed = {(f, c): (n, total, billed) for f, c, n, total, billed, _ in loaded}
     billed_by_currency: dict[str, Decimal] = {}
     for file, totals in file_totals.items():
-        loaded_rows = sum(n for (f, _), (n, _, _) in landed.items() if f == file)
-        currencies = {c for f, c in landed if f == file} | set(totals.billed)
-        for currency in sorted(currencies, key=str):
+        mine = [group for group in landed if group.file == file]
+        loaded_rows = sum(group.rows for group in mine)
+        for currency in sorted({group.currency for group in mine} | set(totals.billed), key=str):
             want = totals.billed.get(currency)
-            _, got, billed = landed.get((file, currency), (0, None, None))
+            same = [group for group in mine if group.currency == currency]
+            got = sum((group.total for group in same), Decimal(0)) if same else None
             ok = loaded_rows == totals.rows and want == got
             con.execute(
                 "insert into reconciliations values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    load_id,
-                    file,
-                    currency,
-                    totals.rows,
-                    loaded_rows,
-                    want,
-                    got,
-                    (got or 0) - (want or 0),
-                    ok,
-                    checked_at,
-                ],
-            )
+                [load_id, file, currency, totals.rows, loaded_rows, want, got, (got or 0) - (want or 0), ok,
+                 checked_at],
+            )  # fmt: skip
             if not ok:
                 raise IngestError(
                     file,
                     f"does not reconcile: file has {totals.rows} rows / {currency} {want}, "
                     f"loaded {loaded_rows} rows / {currency} {got}",
                 )
-            billed_by_currency[currency] = billed_by_currency.get(currency, Decimal(0)) + (
-                billed or Decimal(0)
-            )
+            billed = sum((group.billed for group in same), Decimal(0))
+            billed_by_currency[currency] = billed_by_currency.get(currency, Decimal(0)) + billed
     return billed_by_currency
 
 
