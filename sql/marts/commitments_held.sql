@@ -1,16 +1,14 @@
 -- Grain: one row per GPU pool and commitment held during the planning window
 -- [$window_start, $window_end): the units it covered on average and when it ends.
 -- FOCUS has no end-date column: exporters that know it add one (x_CommitmentDiscountEnd);
--- CUR has reservation_end_time / savings_plan_end_time (kept as commitment_end).
+-- CUR has reservation_end_time / savings_plan_end_time. Both land in x_commitment_end.
 with covered as (
     select
         f.x_instance_family || '/' || coalesce(f.region_id, 'global')   as pool,
         f.commitment_discount_id,
         f.x_pricing_model                                              as pricing_model,
         cast(f.x_usage_hours as double) * ref.normalization_factor     as normalized_hours,
-        try_cast(coalesce(
-            f.x_provider_columns['x_CommitmentDiscountEnd'], f.x_provider_columns['commitment_end']
-        ) as timestamptz)                                              as commitment_end
+        f.x_commitment_end                                             as commitment_end
     from billing_facts as f
     join ref_instance_types as ref on ref.instance_type = f.x_instance_type
     where f.x_pricing_model in ('reserved', 'savings_plan') and f.x_usage_hours > 0

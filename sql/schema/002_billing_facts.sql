@@ -56,5 +56,17 @@ create table if not exists billing_facts (
     x_gpu_model                    varchar,
     x_pricing_model                varchar,            -- on_demand | spot | reserved | savings_plan | other
     x_usage_hours                  decimal(38, 12),    -- instance-hours for compute usage lines
+    -- Provider fields Athanor uses, as typed columns: a per-row map of them costs more than the
+    -- rest of a 10M-row load (bench/bench_ingest.py).
+    x_usage_type                   varchar,            -- e.g. USE1-SpotUsage:p4d.24xlarge
+    x_operation                    varchar,            -- e.g. RunInstances
+    x_line_item_id                 varchar,            -- the provider's line-item id, where it has one
+    x_commitment_end               timestamp,          -- when the commitment covering this line ends
     x_provider_columns             map(varchar, varchar) -- the provider's own x_ / extra columns, kept verbatim
-)
+);
+
+-- Warehouses created before these columns existed.
+alter table billing_facts add column if not exists x_usage_type varchar;
+alter table billing_facts add column if not exists x_operation varchar;
+alter table billing_facts add column if not exists x_line_item_id varchar;
+alter table billing_facts add column if not exists x_commitment_end timestamp

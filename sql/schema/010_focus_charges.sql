@@ -52,6 +52,10 @@ select
     x_gpu_model                  as x_GpuModel,
     x_pricing_model              as x_PricingModel,
     x_usage_hours                as x_UsageHours,
+    x_usage_type                 as x_UsageType,
+    x_operation                  as x_Operation,
+    x_line_item_id               as x_LineItemId,
+    x_commitment_end             as x_CommitmentDiscountEnd,
     load_id                      as x_LoadId,
     source_file                  as x_SourceFile,
     source_row                   as x_SourceRow

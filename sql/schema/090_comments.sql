@@ -76,6 +76,10 @@ comment on column billing_facts.x_gpu_count is 'Athanor: GPUs per instance.';
 comment on column billing_facts.x_gpu_model is 'Athanor: GPU model (e.g. A100-40GB).';
 comment on column billing_facts.x_pricing_model is 'Athanor: on_demand | spot | reserved | savings_plan | other.';
 comment on column billing_facts.x_usage_hours is 'Athanor: instance-hours of a compute usage line (null for other lines).';
+comment on column billing_facts.x_usage_type is 'Provider usage type (CUR line_item_usage_type, FOCUS x_UsageType), e.g. USE1-SpotUsage:p4d.24xlarge.';
+comment on column billing_facts.x_operation is 'Provider operation (CUR line_item_operation, FOCUS x_Operation), e.g. RunInstances.';
+comment on column billing_facts.x_line_item_id is 'Provider line-item id (CUR identity_line_item_id); null where the export has none.';
+comment on column billing_facts.x_commitment_end is 'When the reservation or savings plan covering this line ends (CUR reservation_end_time / savings_plan_end_time, FOCUS x_CommitmentDiscountEnd).';
 comment on column billing_facts.x_provider_columns is 'Athanor: the provider''s own extra columns (x_ columns and the like), kept verbatim.';
 
 comment on table reconciliations is 'File totals checked against what was loaded. Grain: one row per source file and currency per load; a load commits only when they agree to the cent.';
@@ -289,6 +293,10 @@ comment on column focus_charges.x_GpuCount is '= billing_facts.x_gpu_count: Atha
 comment on column focus_charges.x_GpuModel is '= billing_facts.x_gpu_model: Athanor: GPU model (e.g. A100-40GB).';
 comment on column focus_charges.x_PricingModel is '= billing_facts.x_pricing_model: Athanor: on_demand | spot | reserved | savings_plan | other.';
 comment on column focus_charges.x_UsageHours is '= billing_facts.x_usage_hours: Athanor: instance-hours of a compute usage line (null for other lines).';
+comment on column focus_charges.x_UsageType is '= billing_facts.x_usage_type: Provider usage type (CUR line_item_usage_type, FOCUS x_UsageType), e.g. USE1-SpotUsage:p4d.24xlarge.';
+comment on column focus_charges.x_Operation is '= billing_facts.x_operation: Provider operation (CUR line_item_operation, FOCUS x_Operation), e.g. RunInstances.';
+comment on column focus_charges.x_LineItemId is '= billing_facts.x_line_item_id: Provider line-item id (CUR identity_line_item_id); null where the export has none.';
+comment on column focus_charges.x_CommitmentDiscountEnd is '= billing_facts.x_commitment_end: When the reservation or savings plan covering this line ends (CUR reservation_end_time / savings_plan_end_time, FOCUS x_CommitmentDiscountEnd).';
 comment on column focus_charges.x_LoadId is '= billing_facts.load_id: Lineage: the delivery (loads.load_id) this row came from.';
 comment on column focus_charges.x_SourceFile is '= billing_facts.source_file: Lineage: the file inside the delivery.';
 comment on column focus_charges.x_SourceRow is '= billing_facts.source_row: Lineage: 1-based data row in that file.';

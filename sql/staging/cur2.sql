@@ -135,14 +135,14 @@ renamed as (
         line_item_usage_type,
         line_item_line_item_type,
         is_instance_usage,
-        -- The few provider columns analysts and the duplicate check need; copying every
-        -- unknown column into the map costs more than the rest of a 10M-row load.
-        map(
-            ['line_item_id', 'time_interval', 'usage_type', 'operation', 'commitment_end'],
-            [identity_line_item_id, identity_time_interval, line_item_usage_type, line_item_operation,
-             cast(coalesce(nullif(cast(reservation_end_time as varchar), ''),
-                           nullif(cast(savings_plan_end_time as varchar), '')) as varchar)]
-        )                                                                   as x_provider_columns
+        line_item_usage_type                                                as x_usage_type,
+        line_item_operation                                                 as x_operation,
+        identity_line_item_id                                               as x_line_item_id,
+        cast(try_cast(coalesce(nullif(cast(reservation_end_time as varchar), ''),
+                               nullif(cast(savings_plan_end_time as varchar), '')) as timestamptz) as timestamp)
+                                                                            as x_commitment_end,
+        -- CUR's other columns are AWS's own schema, not extensions: not kept (see sources/cur2.py).
+        null::map(varchar, varchar)                                         as x_provider_columns
     from source
 ),
 
@@ -152,7 +152,7 @@ final as (
         $source_file                                                        as source_file,
         renamed.source_row,
         $source_format                                                      as source_format,
-        renamed.* exclude (source_row, x_instance_type, x_provider_columns, line_item_usage_type, line_item_line_item_type, is_instance_usage),
+        renamed.* exclude (source_row, x_instance_type, x_provider_columns, x_usage_type, x_operation, x_line_item_id, x_commitment_end, line_item_usage_type, line_item_line_item_type, is_instance_usage),
         renamed.x_instance_type,
         ref.instance_family                                                 as x_instance_family,
         ref.gpu_count                                                       as x_gpu_count,
@@ -170,6 +170,10 @@ final as (
                  and renamed.line_item_line_item_type in ('Usage', 'DiscountedUsage', 'SavingsPlanCoveredUsage')
                 then renamed.consumed_quantity
         end                                                                 as x_usage_hours,
+        renamed.x_usage_type,
+        renamed.x_operation,
+        renamed.x_line_item_id,
+        renamed.x_commitment_end,
         renamed.x_provider_columns
     from renamed
     left join ref_instance_types as ref on ref.instance_type = renamed.x_instance_type

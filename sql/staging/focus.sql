@@ -72,6 +72,12 @@ typed as (
             nullif(x_InstanceType, ''),
             nullif(regexp_extract(x_UsageType, ':([a-z0-9-]+\.[a-z0-9-]+)$', 1), '')
         )                                                              as x_instance_type,
+        x_UsageType                                                    as x_usage_type,
+        x_Operation                                                    as x_operation,
+        cast(null as varchar)                                          as x_line_item_id,
+        -- Not a FOCUS column: exporters that know the end date add it. A bad value is not
+        -- worth failing a month's load over; it reads as unknown.
+        cast(try_cast(nullif(x_CommitmentDiscountEnd, '') as timestamptz) as timestamp) as x_commitment_end,
         __extras                                                       as x_provider_columns
     from source
 ),
@@ -82,7 +88,7 @@ final as (
         $source_file                                                   as source_file,
         typed.source_row,
         $source_format                                                as source_format,
-        typed.* exclude (source_row, x_instance_type, x_provider_columns),
+        typed.* exclude (source_row, x_instance_type, x_usage_type, x_operation, x_line_item_id, x_commitment_end, x_provider_columns),
         typed.x_instance_type,
         ref.instance_family                                            as x_instance_family,
         ref.gpu_count                                                  as x_gpu_count,
@@ -99,6 +105,10 @@ final as (
             when typed.x_instance_type is not null and lower(typed.consumed_unit) in ('hours', 'hour', 'hrs')
                 then typed.consumed_quantity
         end                                                            as x_usage_hours,
+        typed.x_usage_type,
+        typed.x_operation,
+        typed.x_line_item_id,
+        typed.x_commitment_end,
         typed.x_provider_columns
     from typed
     left join ref_instance_types as ref on ref.instance_type = typed.x_instance_type

@@ -13,11 +13,11 @@ def _reserved_hour(con, hour: int, instance_type: str, end: str | None) -> None:
                billing_currency, billing_period_start, billing_period_end, charge_period_start,
                charge_period_end, charge_category, billed_cost, effective_cost, region_id,
                commitment_discount_id, x_instance_type, x_instance_family, x_pricing_model, x_usage_hours,
-               x_provider_columns)
+               x_commitment_end)
            values ('L', 'f.csv', ?, 'focus', 'a', 'USD', '2026-11-01', '2026-12-01',
                    timestamp '2026-11-01' + to_hours(?), timestamp '2026-11-01' + to_hours(? + 1), 'Usage',
                    0, 13.176, 'us-east-1', 'ri-1', ?, split_part(?, '.', 1), 'reserved', 1,
-                   map(['x_CommitmentDiscountEnd'], [?]))""",
+                   ?)""",
         [hour, hour, hour, instance_type, instance_type, end],
     )
 

@@ -30,8 +30,8 @@ FORMAT = BillingFormat(
     description="FOCUS 1.0-1.2",
     signature=frozenset({"BilledCost", "ChargePeriodStart", "BillingAccountId"}),
     required=_REQUIRED,
-    # Provider extensions the staging query reads to find the instance type.
-    known=_focus_columns() + ("x_UsageType", "x_InstanceType"),
+    # Provider extensions the staging query reads (instance type, usage, commitment end).
+    known=_focus_columns() + ("x_UsageType", "x_InstanceType", "x_Operation", "x_CommitmentDiscountEnd"),
     money=(
         "BilledCost",
         "EffectiveCost",
