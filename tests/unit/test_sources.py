@@ -253,7 +253,8 @@ def test_cur2_parquet_with_native_maps(con, tmp_path: Path) -> None:
     result = ingest_billing(con, [parquet])
     assert result.billed_cost == {"USD": D("17.6")}
     assert facts(
-        con, "region_id, tags, x_instance_type, x_gpu_count, x_usage_type, x_operation, x_provider_columns, source_row"
+        con,
+        "region_id, tags, x_instance_type, x_gpu_count, x_usage_type, x_operation, x_provider_columns, source_row",
     ) == [
         # CUR columns Athanor does not map are AWS's own schema, not extensions: not kept.
         ("us-east-1", {"team": "vision"}, "p5.48xlarge", 8, "USE1-SpotUsage:p5.48xlarge", None, None, 1)
