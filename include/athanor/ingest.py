@@ -187,6 +187,19 @@ def _as_map(raw: str, dtype: str) -> str:
     return f"try_cast(try_cast(nullif(trim({column}::varchar), '') as json) as {_MAP})"
 
 
+_MONEY = "decimal(38, 12)"
+
+
+def _as_utc_timestamp(value: str, dtype: str) -> str:
+    """A raw timestamp as TIMESTAMP in UTC (the session's time zone is UTC, see warehouse.connect)."""
+    if dtype == "TIMESTAMP":
+        return value
+    if dtype in ("TIMESTAMP WITH TIME ZONE", "DATE") or dtype.startswith("TIMESTAMP_"):
+        return f"cast({value} as timestamp)"
+    # Text: ISO 8601 with or without 'T', with 'Z', an offset or none (then UTC).
+    return f"cast(cast({value} as timestamptz) as timestamp)"
+
+
 def _numeric(dtype: str) -> bool:
     return dtype == "VARCHAR" or dtype.startswith("DECIMAL") or dtype in {
         "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
@@ -204,13 +217,18 @@ def _fold(name: str, parts: list[tuple[str, str]], as_map: bool) -> str:
     return f"json_object({pairs})::varchar as {quote_ident(name)}"
 
 
-def source_select(fmt: BillingFormat, columns: dict[str, str]) -> list[str]:
+def source_select(fmt: BillingFormat, columns: dict[str, str], *, typed: bool = False) -> list[str]:
     """Select items exposing a raw file under the format's canonical column names.
 
     Every known column is present (NULL when the file lacks it); map columns are
     MAP(VARCHAR, VARCHAR); flattened records are folded back; columns the format
     does not know are kept verbatim in the map `__extras` (the provider's own x_
     columns among them) when the format keeps them.
+
+    `typed` (for formats with `typed_source`): money columns come out as DECIMAL(38,12)
+    and timestamps as UTC TIMESTAMP, cast strictly, once, from whatever the file holds.
+    A Parquet TIMESTAMP then passes through untouched instead of going through a
+    time-zone conversion per value.
     """
     found = fmt.resolve(list(columns), fmt.known)
     used = set(found.values())
@@ -227,7 +245,14 @@ def source_select(fmt: BillingFormat, columns: dict[str, str]) -> list[str]:
                 value = f"{quote_ident(raw)}::varchar"
             else:
                 value = _as_text(raw, columns[raw])
+            if typed and name in fmt.money:
+                value = f"cast({value} as {_MONEY})"
+            elif typed and name in fmt.timestamps:
+                value = _as_utc_timestamp(value, columns[raw])
             items.append(f"{value} as {quote_ident(name)}")
+            continue
+        if typed and (name in fmt.money or name in fmt.timestamps):
+            items.append(f"null::{_MONEY if name in fmt.money else 'timestamp'} as {quote_ident(name)}")
             continue
         parts = [
             (c[len(prefix) :], c)
@@ -271,7 +296,9 @@ def _create_source_view(
     """
     columns = read_columns(con, path)
     _missing_columns(path, fmt, columns)
-    select = source_select(fmt, columns)
+    # Typed only on the fast path: the diagnosis checks raw values, and a strict cast
+    # in its view would stop it before it can name the row.
+    select = source_select(fmt, columns, typed=guard and fmt.typed_source)
     # A view cannot take parameters: the path goes in as a quoted literal.
     reader = _reader(path, row_numbers=True).replace("$path", _literal(str(path)))
     if container(path) == "parquet":

@@ -1,5 +1,6 @@
 -- Staging: an AWS CUR 2.0 or legacy CUR file (view `src`, under CUR 2.0 names) -> rows shaped like billing_facts.
--- Grain: one row per CUR line item.
+-- Grain: one row per CUR line item. `src` already gives money as DECIMAL(38,12) and timestamps
+-- as UTC TIMESTAMP (typed_source in sources/cur2.py); the casts left below are no-ops on those.
 -- Cost rules follow the FinOps Foundation's CUR -> FOCUS conversion rules: BilledCost is the net
 -- unblended cost where present; covered usage at its amortised (effective) cost, commitment fees
 -- at their unused part, negations and upfront fees at 0. Deviations, for FOCUS 1.0+: Credit lines
@@ -32,10 +33,10 @@ renamed as (
         line_item_usage_account_id                                          as sub_account_id,
         line_item_usage_account_name                                        as sub_account_name,
         upper(line_item_currency_code)                                      as billing_currency,
-        cast(cast(bill_billing_period_start_date as timestamptz) as timestamp) as billing_period_start,
-        cast(cast(bill_billing_period_end_date as timestamptz) as timestamp)   as billing_period_end,
-        cast(cast(line_item_usage_start_date as timestamptz) as timestamp)     as charge_period_start,
-        cast(cast(line_item_usage_end_date as timestamptz) as timestamp)       as charge_period_end,
+        bill_billing_period_start_date                                      as billing_period_start,
+        bill_billing_period_end_date                                        as billing_period_end,
+        line_item_usage_start_date                                          as charge_period_start,
+        line_item_usage_end_date                                            as charge_period_end,
         case line_item_line_item_type
             when 'Tax' then 'Tax'
             when 'Fee' then 'Purchase'

@@ -1,6 +1,7 @@
 -- Staging: a FOCUS 1.0-1.2 file (view `src`) -> rows shaped like billing_facts.
--- FOCUS is already the target shape: this query casts, normalises enum case
--- (real exports write both 'Usage-Based' and 'Usage-based') and derives the x_ columns.
+-- FOCUS is already the target shape: this query normalises enum case (real exports write
+-- both 'Usage-Based' and 'Usage-based') and derives the x_ columns. `src` already gives
+-- money as DECIMAL(38,12) and timestamps as UTC TIMESTAMP (typed_source in sources/focus.py).
 with source as (
     select * from src
 ),
@@ -16,10 +17,10 @@ typed as (
         SubAccountId                                                   as sub_account_id,
         SubAccountName                                                 as sub_account_name,
         upper(BillingCurrency)                                         as billing_currency,
-        cast(cast(BillingPeriodStart as timestamptz) as timestamp)     as billing_period_start,
-        cast(cast(BillingPeriodEnd as timestamptz) as timestamp)       as billing_period_end,
-        cast(cast(ChargePeriodStart as timestamptz) as timestamp)      as charge_period_start,
-        cast(cast(ChargePeriodEnd as timestamptz) as timestamp)        as charge_period_end,
+        BillingPeriodStart                                             as billing_period_start,
+        BillingPeriodEnd                                               as billing_period_end,
+        ChargePeriodStart                                              as charge_period_start,
+        ChargePeriodEnd                                                as charge_period_end,
         case lower(ChargeCategory)
             when 'usage' then 'Usage' when 'purchase' then 'Purchase' when 'tax' then 'Tax'
             when 'credit' then 'Credit' when 'adjustment' then 'Adjustment' else ChargeCategory

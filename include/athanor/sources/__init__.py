@@ -58,6 +58,9 @@ class BillingFormat:
     keep_extras: bool = True
     # Signature matched ignoring case (Azure changed the case of its columns between versions).
     case_insensitive: bool = False
+    # The staging query reads money as DECIMAL(38,12) and timestamps as UTC TIMESTAMP, cast in
+    # the view `src` (see ingest.source_select); off for formats whose staging parses its own.
+    typed_source: bool = False
     # The staging query `sql/staging/<staging>.sql`; formats that differ only in naming share one.
     staging: str = ""
 

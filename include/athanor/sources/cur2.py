@@ -117,6 +117,7 @@ FORMAT = BillingFormat(
     file_total=FILE_TOTAL,
     maps=MAPS,
     keep_extras=False,
+    typed_source=True,
     periods=(
         ("line_item_usage_start_date", "line_item_usage_end_date"),
         ("bill_billing_period_start_date", "bill_billing_period_end_date"),

@@ -44,5 +44,6 @@ FORMAT = BillingFormat(
     nested=(("resource_tags", "resourceTags/"),),
     maps=cur2.MAPS,
     keep_extras=False,
+    typed_source=True,
     staging="cur2",
 )

@@ -49,5 +49,6 @@ FORMAT = BillingFormat(
     currency_column="BillingCurrency",
     file_total="cast(BilledCost as decimal(38, 12))",
     maps=("Tags",),
+    typed_source=True,
     periods=(("ChargePeriodStart", "ChargePeriodEnd"), ("BillingPeriodStart", "BillingPeriodEnd")),
 )
