@@ -41,6 +41,9 @@ from athanor import sources
 from athanor.sources import BillingFormat
 from athanor.warehouse import quote_ident, sql, transaction
 
+# What reading a bad or broken file raises.
+_READ_ERRORS = (duckdb.Error, EOFError, gzip.BadGzipFile)
+
 
 class IngestError(Exception):
     """A delivery that cannot be loaded. `str()` is one line: file, row, column, rule, examples."""
@@ -144,7 +147,7 @@ def read_columns(con: duckdb.DuckDBPyConnection, path: Path) -> dict[str, str]:
     reader = _reader(path)
     try:
         rel = con.execute(f"describe select * from {reader}", {"path": str(path)}).fetchall()
-    except (duckdb.Error, EOFError, gzip.BadGzipFile) as exc:
+    except _READ_ERRORS as exc:
         raise IngestError(path.name, f"unreadable: {_first_line(exc)}") from None
     return {name: dtype for name, dtype, *_ in rel}
 
@@ -354,7 +357,7 @@ def _checks(fmt: BillingFormat) -> list[tuple[str, str, str]]:
 
 
 def _file_totals(con: duckdb.DuckDBPyConnection, path: Path, fmt: BillingFormat) -> _FileTotals:
-    """The file's own row count and cost per currency, read from the file itself.
+    """The file's own row count and cost per currency, read from the file, not from what landed.
 
     Runs on its own cursor beside the insert; it reads only the columns the totals use.
     try_cast: a bad value is the insert's (and then the diagnosis') to report, not this pass's.
@@ -372,26 +375,31 @@ def _file_totals(con: duckdb.DuckDBPyConnection, path: Path, fmt: BillingFormat)
 def _diagnose(con: duckdb.DuckDBPyConnection, path: Path, fmt: BillingFormat, failure: str) -> IngestError:
     """Why a file failed the fast path: every rule's bad rows, the first one named with examples.
 
-    Reads the file again (slowly, once per rule it breaks); only ever runs on a bad file.
-    `con` is a cursor outside the failed load's (aborted) transaction.
+    Reads the file again, twice: it only ever runs on a bad file. It works on its own
+    cursor, outside the load's transaction, which the failure has aborted.
     """
+    with con.cursor() as cur:
+        return _diagnosis(cur, path, fmt, failure)
+
+
+def _diagnosis(cur: duckdb.DuckDBPyConnection, path: Path, fmt: BillingFormat, failure: str) -> IngestError:
     try:
-        _create_source_view(con, path, fmt)
+        _create_source_view(cur, path, fmt)
         checks = _checks(fmt)
         aggregates = ", ".join(
             f"count(*) filter (where {pred}), min(__row) filter (where {pred})" for _, _, pred in checks
         )
-        counts = con.execute(f"select count(*), {aggregates} from src").fetchone()
+        counts = cur.execute(f"select count(*), {aggregates} from src").fetchone()
     except IngestError as exc:
         return exc
-    except (duckdb.Error, EOFError, gzip.BadGzipFile) as exc:
+    except _READ_ERRORS as exc:
         return IngestError(path.name, f"unreadable: {_first_line(exc)}")
     if counts[0] == 0:
         return IngestError(path.name, "no data rows (header only)")
     for i, (col, rule, pred) in enumerate(checks):
         bad, first = counts[1 + 2 * i], counts[2 + 2 * i]
         if bad:
-            examples = con.execute(
+            examples = cur.execute(
                 f"select __row, {quote_ident(col)}::varchar from src where {pred} order by __row limit 3"
             ).fetchall()
             shown = [f"row {r}: {v!r}" if v is not None else f"row {r}: null" for r, v in examples]
@@ -409,8 +417,7 @@ def _stage_file(
     the error names file, row, column and rule (found by `_diagnose` on a third cursor,
     since the load's transaction is aborted by then).
     """
-    side = con.cursor()
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    with con.cursor() as side, ThreadPoolExecutor(max_workers=1) as pool:
         totals = pool.submit(_file_totals, side, path, fmt)
         try:
             _create_source_view(con, path, fmt, guard=True)
@@ -420,18 +427,14 @@ def _stage_file(
             )
             con.execute("drop view src")
         except BaseException as exc:
-            side.interrupt()  # its figures are no longer needed; the pool waits for it to stop
-            if isinstance(exc, (duckdb.Error, EOFError, gzip.BadGzipFile)):
-                # The load's transaction is aborted (its rollback takes the view): diagnose on a cursor.
-                raise _diagnose(con.cursor(), path, fmt, _first_line(exc)) from None
+            side.interrupt()  # its figures are no longer needed
+            if isinstance(exc, _READ_ERRORS):
+                raise _diagnose(con, path, fmt, _first_line(exc)) from None
             raise
-        finally:
-            # Its result is read below, or not at all when the insert failed.
-            totals.add_done_callback(lambda _: side.close())
-    try:
-        return totals.result()
-    except (duckdb.Error, EOFError, gzip.BadGzipFile) as exc:
-        raise IngestError(path.name, f"unreadable: {_first_line(exc)}") from None
+        try:
+            return totals.result()
+        except _READ_ERRORS as exc:
+            raise IngestError(path.name, f"unreadable: {_first_line(exc)}") from None
 
 
 def read_manifest(path: Path) -> list[str] | None:
@@ -503,7 +506,7 @@ def ingest_billing(
         for file in files:
             if any(group.bad_periods for group in landed if group.file == file.name):
                 # The one rule the insert cannot check on raw text; the diagnosis names the rows.
-                raise _diagnose(con.cursor(), file, fmt, "a period ends before it starts")
+                raise _diagnose(con, file, fmt, "a period ends before it starts")
 
         # Before the restatement: some rules compare the delivery with the rows it replaces.
         # An error-level failure raises QualityError and the whole load rolls back.

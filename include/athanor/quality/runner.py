@@ -317,7 +317,7 @@ def validate_batch(
 
     A table that holds many loads (billing_facts, job_run_facts, storage_objects) is
     narrowed to `context.load_id`; any other table or view (e.g. the load's temp table
-    `delivery`, or `src_raw`) is the batch as a whole. `file_figures` are the
+    `delivery`, or a view of a raw file) is the batch as a whole. `file_figures` are the
     (file, rows, {currency: BilledCost total}) read from the files (or ingest's
     {file: totals}), for the reconciliation rule; without them the `reconciliations`
     rows of the load are used.

@@ -378,7 +378,7 @@ def _raw_enum(column: str, values: tuple[str, ...], rule: str) -> Rule:
 
 
 def raw_rules(format_name: str) -> tuple[Rule, ...]:
-    """A source file before mapping (temp table `src_raw`): required columns, types, enumerations."""
+    """A source file before mapping (a table or view of its raw rows): required columns, types, enumerations."""
     from athanor import sources
 
     fmt = next(f for f in sources.formats() if f.name == format_name)
