@@ -144,6 +144,32 @@ def test_every_fact_traces_to_its_file_row_and_load(con, tmp_path: Path) -> None
     ).fetchone() == (D("2.00"),)
 
 
+@pytest.mark.parametrize("options", ["format csv, header true, compression gzip", "format csv, header true",
+                                     "format parquet, row_group_size 10000"])  # fmt: skip
+def test_source_row_is_the_file_row_in_large_files(con, tmp_path: Path, options: str) -> None:
+    """Large enough for DuckDB to read and map in parallel: each row's lineage must still be its own."""
+    rows = 300_000
+    path = tmp_path / (
+        "big.parquet" if "parquet" in options else "big.csv" + (".gz" if "gzip" in options else "")
+    )
+    # Row i (1-based) carries i in its resource id and its cost, so lineage can be checked row by row.
+    duckdb.execute(
+        f"""copy (select 'acct' as BillingAccountId, 'USD' as BillingCurrency,
+                         '2026-10-01 00:00:00' as BillingPeriodStart, '2026-11-01 00:00:00' as BillingPeriodEnd,
+                         '2026-10-02T00:00:00Z' as ChargePeriodStart, '2026-10-02T01:00:00Z' as ChargePeriodEnd,
+                         'Usage' as ChargeCategory, (i / 100)::varchar as BilledCost, '0' as EffectiveCost,
+                         'r-' || i as ResourceId
+                  from range(1, {rows} + 1) as t(i)) to '{path}' ({options})"""
+    )
+    result = ingest_billing(con, [path], validate=False)
+    assert result.rows == rows and result.billed_cost == {"USD": D(rows * (rows + 1) // 2) / 100}
+    misplaced = con.execute(
+        "select count(*) from billing_facts where resource_id <> 'r-' || source_row or billed_cost * 100 <> source_row"
+    ).fetchone()[0]
+    assert misplaced == 0
+    assert con.execute("select min(source_row), max(source_row) from billing_facts").fetchone() == (1, rows)
+
+
 def test_mixed_currencies_are_kept_apart(con, tmp_path: Path) -> None:
     # One delivery, two accounts billing in two currencies (one currency per account is a
     # data-quality rule of its own).
