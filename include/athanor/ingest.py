@@ -199,8 +199,13 @@ def _as_utc_timestamp(value: str, dtype: str) -> str:
         return value
     if dtype in ("TIMESTAMP WITH TIME ZONE", "DATE") or dtype.startswith("TIMESTAMP_"):
         return f"cast({value} as timestamp)"
-    # Text: ISO 8601 with or without 'T', with 'Z', an offset or none (then UTC).
-    return f"cast(cast({value} as timestamptz) as timestamp)"
+    # Text: ISO 8601 with or without 'T', with 'Z', an offset or none (then UTC). Parsing as
+    # TIMESTAMP is much cheaper but ignores an offset, so it only takes the strings that cannot
+    # carry one: ending in 'Z', a bare date (10 characters) or date and time to the second (19).
+    return (
+        f"case when {value}[-1] = 'Z' or length({value}) in (10, 19) then cast({value} as timestamp)"
+        f" else cast(cast({value} as timestamptz) as timestamp) end"
+    )
 
 
 def _numeric(dtype: str) -> bool:

@@ -210,3 +210,24 @@ def test_record_failure_keeps_the_reason(con, tmp_path: Path) -> None:
     record_failure(con, [file], "billing", err.value)
     assert con.execute("select status, message from loads").fetchone() == ("failed", str(err.value))
     assert "missing mandatory" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "utc"),
+    [
+        ("2026-11-01T00:00:00Z", "2026-11-01 00:00:00"),
+        ("2026-11-01 00:00:00", "2026-11-01 00:00:00"),
+        ("2026-11-01", "2026-11-01 00:00:00"),
+        ("2026-11-01T00:00:00.123Z", "2026-11-01 00:00:00.123"),
+        ("2026-11-01 00:00:00.5", "2026-11-01 00:00:00.5"),
+        ("2026-11-01T00:00:00+02:00", "2026-10-31 22:00:00"),
+        ("2026-11-01T05:00:00-0500", "2026-11-01 10:00:00"),
+        ("2026-11-01T23:00:00-05", "2026-11-02 04:00:00"),
+    ],
+)
+def test_text_timestamps_become_utc_whichever_parse_takes_them(con, text: str, utc: str) -> None:
+    """The cheap TIMESTAMP parse ignores offsets: only strings that cannot carry one may take it."""
+    from athanor.ingest import _as_utc_timestamp
+
+    parsed = con.execute(f"select {_as_utc_timestamp('t', 'VARCHAR')} from (select ?::varchar as t)", [text])
+    assert parsed.fetchone()[0] == con.execute("select ?::timestamp", [utc]).fetchone()[0]
