@@ -187,7 +187,9 @@ def _as_map(raw: str, dtype: str) -> str:
         return column
     if dtype.startswith(("MAP", "STRUCT")):
         return f"try_cast(to_json({column}) as {_MAP})"
-    return f"try_cast(try_cast(nullif(trim({column}::varchar), '') as json) as {_MAP})"
+    # One JSON parse (casting to JSON, then to a map, parses twice); try(): text that is not a
+    # JSON object reads as no tags, as a failed cast would.
+    return f"""try(from_json(nullif(trim({column}::varchar), ''), '"{_MAP.upper()}"'))"""
 
 
 _MONEY = "decimal(38, 12)"
