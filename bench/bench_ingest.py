@@ -9,7 +9,9 @@ measures, each in a fresh child process with the same DuckDB settings
             warehouse (parse checks, staging, restatement, reconciliation, ledger);
 * ingest:   the same with the data-quality gate (the Great Expectations suite) on, as the DAG runs it;
 
-and prints wall time, the ratio load/baseline (required <= 1.5), the validation time
+Each is run --repeat times (3), the three taking turns, and the fastest run counts:
+the machine is shared and its speed drifts. It prints wall time, the ratio
+load/baseline (required <= 1.5), the validation time
 (ingest - load; required <= the load time), the child's peak RSS (required <= 2 GiB)
 and the growth of the load from the small size to the large one (required <= 11x for
 10x the rows). It then runs the FinOps Foundation's
@@ -223,6 +225,21 @@ def measure(mode: str, file: Path) -> dict[str, float]:
     return result
 
 
+def best_of(repeat: int, file: Path) -> tuple[dict[str, float], ...]:
+    """Baseline, load and ingest, taking turns `repeat` times; the fastest run of each, the highest RSS.
+
+    Taking turns spreads a slow spell on a shared machine over all three instead of one.
+    """
+    runs: dict[str, list[dict[str, float]]] = {"baseline": [], "load": [], "ingest": []}
+    for _ in range(max(repeat, 1)):
+        for mode, results in runs.items():
+            results.append(measure(mode, file))
+    return tuple(
+        {**min(results, key=lambda r: r["seconds"]), "rss_bytes": max(r["rss_bytes"] for r in results)}
+        for results in runs.values()
+    )
+
+
 # ------------------------------------------------------------------ focus-converter
 
 
@@ -291,6 +308,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--small", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each measurement; the fastest counts")
     parser.add_argument("--converter-timeout", type=float, default=900)
     parser.add_argument("--skip-converter", action="store_true")
     parser.add_argument("--converter-only", action="store_true")
@@ -310,9 +328,7 @@ def main() -> int:
             started = time.perf_counter()
             file = generate(kind, n)
             gen_s = time.perf_counter() - started
-            base = measure("baseline", file)
-            load = measure("load", file)
-            ours = measure("ingest", file)
+            base, load, ours = best_of(args.repeat, file)
             load_seconds[n] = load["seconds"]
             ratio = load["seconds"] / base["seconds"]
             validation_s = max(ours["seconds"] - load["seconds"], 0.0)
@@ -324,7 +340,8 @@ def main() -> int:
             rows_table.append((label, "growth", args.rows / args.small, growth))
 
     print(
-        f"\nBilling ingestion benchmark (DuckDB memory_limit {MEMORY_LIMIT}, threads {THREADS}; each run a fresh process)"
+        f"\nBilling ingestion benchmark (DuckDB memory_limit {MEMORY_LIMIT}, threads {THREADS}; each run a fresh"
+        f" process; best of {args.repeat}, baseline and load taking turns)"
     )
     header = (
         f"{'file':<16} {'rows':>11} {'size MB':>8} {'baseline s':>10} {'load s':>7} {'ratio':>6}"
