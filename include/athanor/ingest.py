@@ -7,7 +7,7 @@ or nothing changes. A re-delivered billing period replaces what earlier
 deliveries loaded for the same billing account and period, because providers
 restate whole months.
 
-The happy path reads each file once into `billing_facts`, with one
+The happy path reads each file into `billing_facts` once, with one
 `insert ... select` that casts strictly and stops at the first row breaking a
 rule. Beside it, on a second cursor, a light pass totals the file's own cost per
 currency for the reconciliation; it reads only the few columns the totals need
@@ -296,19 +296,19 @@ def _missing_columns(path: Path, fmt: BillingFormat, columns: dict[str, str]) ->
 
 
 def _create_source_view(
-    con: duckdb.DuckDBPyConnection, path: Path, fmt: BillingFormat, *, guard: bool = False
+    con: duckdb.DuckDBPyConnection, path: Path, fmt: BillingFormat, *, fast_path: bool = False
 ) -> None:
     """Expose the file as temp view `src` under canonical names, `__row` its 1-based data row.
 
-    With `guard`, reading a row that breaks a not-null rule raises at once (`error()`
-    inside the row number, which every staging query reads): the fast path then
-    leaves the precise message to `_diagnose`.
+    For the `fast_path` (the insert), values are typed (`typed_source` formats) and a row
+    that breaks a not-null rule raises at once (`error()` inside the row number, which
+    every staging query reads); `_diagnose` then finds the precise message. Without it,
+    the view shows raw values, for the diagnosis' rules to examine: a strict cast there
+    would stop it before it can name the row.
     """
     columns = read_columns(con, path)
     _missing_columns(path, fmt, columns)
-    # Typed only on the fast path: the diagnosis checks raw values, and a strict cast
-    # in its view would stop it before it can name the row.
-    select = source_select(fmt, columns, typed=guard and fmt.typed_source)
+    select = source_select(fmt, columns, typed=fast_path and fmt.typed_source)
     # A view cannot take parameters: the path goes in as a quoted literal.
     reader = _reader(path, row_numbers=True).replace("$path", _literal(str(path)))
     if container(path) == "parquet":
@@ -321,7 +321,7 @@ def _create_source_view(
         row = "__n"
     select.insert(0, f"{row} as __row")
     view = f"select {', '.join(select)} from {source}"
-    if guard and fmt.not_null:
+    if fast_path and fmt.not_null:
         broken = " or ".join(f"{quote_ident(c)} is null" for c in fmt.not_null)
         view = f"""select * replace (case when {broken} then error('athanor: a row breaks a not-null rule')
                                      else __row end as __row) from ({view})"""
@@ -427,7 +427,7 @@ def _stage_file(
     with con.cursor() as side, ThreadPoolExecutor(max_workers=1) as pool:
         totals = pool.submit(_file_totals, side, path, fmt)
         try:
-            _create_source_view(con, path, fmt, guard=True)
+            _create_source_view(con, path, fmt, fast_path=True)
             con.execute(
                 f"insert into billing_facts by name {sql(fmt.staging_sql)}",
                 {**params, "source_file": path.name},
