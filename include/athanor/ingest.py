@@ -127,26 +127,28 @@ def container(path: Path) -> str:
     return "jsonl" if head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"{" else "csv"
 
 
-def _reader(path: Path, *, row_numbers: bool = False) -> str:
-    """A table-function call over `$path` that reads the raw file."""
-    kind = container(path)
+def _reader(path: Path, kind: str, *, row_numbers: bool = False) -> str:
+    """A table-function call that reads the raw file (`kind` from `container`).
+
+    The path is a quoted literal, not a parameter, because the call also goes into views.
+    """
+    where = _literal(str(path))
     if kind == "parquet":
-        return "read_parquet($path, file_row_number = true)" if row_numbers else "read_parquet($path)"
+        return f"read_parquet({where}, file_row_number = true)" if row_numbers else f"read_parquet({where})"
     compression = "gzip" if kind.endswith(".gz") else "none"
     if kind.startswith("jsonl"):
-        return f"read_json($path, format = 'newline_delimited', compression = '{compression}')"
+        return f"read_json({where}, format = 'newline_delimited', compression = '{compression}')"
     # Everything as text first: casts happen in staging, where a bad value can be
     # reported with its row instead of failing the sniffer. Real FOCUS exports
     # write nulls as the literal NULL (Oracle rows use empty strings).
     options = "all_varchar = true, header = true, nullstr = ['NULL', ''], encoding = 'utf-8'"
-    return f"read_csv($path, {options}, compression = '{compression}')"
+    return f"read_csv({where}, {options}, compression = '{compression}')"
 
 
 def read_columns(con: duckdb.DuckDBPyConnection, path: Path) -> dict[str, str]:
     """Column name -> DuckDB type of a billing file, without reading its rows."""
-    reader = _reader(path)
     try:
-        rel = con.execute(f"describe select * from {reader}", {"path": str(path)}).fetchall()
+        rel = con.execute(f"describe select * from {_reader(path, container(path))}").fetchall()
     except _READ_ERRORS as exc:
         raise IngestError(path.name, f"unreadable: {_first_line(exc)}") from None
     return {name: dtype for name, dtype, *_ in rel}
@@ -296,7 +298,12 @@ def _missing_columns(path: Path, fmt: BillingFormat, columns: dict[str, str]) ->
 
 
 def _create_source_view(
-    con: duckdb.DuckDBPyConnection, path: Path, fmt: BillingFormat, *, fast_path: bool = False
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    fmt: BillingFormat,
+    columns: dict[str, str],
+    *,
+    fast_path: bool = False,
 ) -> None:
     """Expose the file as temp view `src` under canonical names, `__row` its 1-based data row.
 
@@ -306,12 +313,11 @@ def _create_source_view(
     the view shows raw values, for the diagnosis' rules to examine: a strict cast there
     would stop it before it can name the row.
     """
-    columns = read_columns(con, path)
     _missing_columns(path, fmt, columns)
     select = source_select(fmt, columns, typed=fast_path and fmt.typed_source)
-    # A view cannot take parameters: the path goes in as a quoted literal.
-    reader = _reader(path, row_numbers=True).replace("$path", _literal(str(path)))
-    if container(path) == "parquet":
+    kind = container(path)
+    reader = _reader(path, kind, row_numbers=True)
+    if kind == "parquet":
         source, row = reader, "file_row_number + 1"
     else:
         # No row-number option for CSV/JSON. row_number() over () numbers rows in the order the
@@ -363,14 +369,15 @@ def _checks(fmt: BillingFormat) -> list[tuple[str, str, str]]:
     return checks
 
 
-def _file_totals(con: duckdb.DuckDBPyConnection, path: Path, fmt: BillingFormat) -> _FileTotals:
+def _file_totals(
+    con: duckdb.DuckDBPyConnection, path: Path, fmt: BillingFormat, columns: dict[str, str]
+) -> _FileTotals:
     """The file's own row count and cost per currency, read from the file, not from what landed.
 
     Runs on its own cursor beside the insert; it reads only the columns the totals use.
     try_cast: a bad value is the insert's (and then the diagnosis') to report, not this pass's.
     """
-    columns = read_columns(con, path)
-    reader = _reader(path).replace("$path", _literal(str(path)))
+    reader = _reader(path, container(path))
     total = fmt.file_total.replace("cast(", "try_cast(")
     groups = con.execute(
         f"""select upper({quote_ident(fmt.currency_column)}), count(*), sum({total})
@@ -379,19 +386,23 @@ def _file_totals(con: duckdb.DuckDBPyConnection, path: Path, fmt: BillingFormat)
     return _FileTotals(sum(g[1] for g in groups), {g[0]: g[2] for g in groups})
 
 
-def _diagnose(con: duckdb.DuckDBPyConnection, path: Path, fmt: BillingFormat, failure: str) -> IngestError:
+def _diagnose(
+    con: duckdb.DuckDBPyConnection, path: Path, fmt: BillingFormat, columns: dict[str, str], failure: str
+) -> IngestError:
     """Why a file failed the fast path: every rule's bad rows, the first one named with examples.
 
     Reads the file again, twice: it only ever runs on a bad file. It works on its own
     cursor, outside the load's transaction, which the failure has aborted.
     """
     with con.cursor() as cur:
-        return _diagnosis(cur, path, fmt, failure)
+        return _diagnosis(cur, path, fmt, columns, failure)
 
 
-def _diagnosis(cur: duckdb.DuckDBPyConnection, path: Path, fmt: BillingFormat, failure: str) -> IngestError:
+def _diagnosis(
+    cur: duckdb.DuckDBPyConnection, path: Path, fmt: BillingFormat, columns: dict[str, str], failure: str
+) -> IngestError:
     try:
-        _create_source_view(cur, path, fmt)
+        _create_source_view(cur, path, fmt, columns)
         checks = _checks(fmt)
         aggregates = ", ".join(
             f"count(*) filter (where {pred}), min(__row) filter (where {pred})" for _, _, pred in checks
@@ -424,10 +435,11 @@ def _stage_file(
     the error names file, row, column and rule (found by `_diagnose` on a third cursor,
     since the load's transaction is aborted by then).
     """
+    columns = read_columns(con, path)  # once: every pass below reads the file under these columns
     with con.cursor() as side, ThreadPoolExecutor(max_workers=1) as pool:
-        totals = pool.submit(_file_totals, side, path, fmt)
+        totals = pool.submit(_file_totals, side, path, fmt, columns)
         try:
-            _create_source_view(con, path, fmt, fast_path=True)
+            _create_source_view(con, path, fmt, columns, fast_path=True)
             con.execute(
                 f"insert into billing_facts by name {sql(fmt.staging_sql)}",
                 {**params, "source_file": path.name},
@@ -436,12 +448,15 @@ def _stage_file(
         except BaseException as exc:
             side.interrupt()  # its figures are no longer needed
             if isinstance(exc, _READ_ERRORS):
-                raise _diagnose(con, path, fmt, _first_line(exc)) from None
+                raise _diagnose(con, path, fmt, columns, _first_line(exc)) from None
             raise
         try:
-            return totals.result()
+            figures = totals.result()
         except _READ_ERRORS as exc:
             raise IngestError(path.name, f"unreadable: {_first_line(exc)}") from None
+    if figures.rows == 0:
+        raise IngestError(path.name, "no data rows (header only)")
+    return figures
 
 
 def read_manifest(path: Path) -> list[str] | None:
@@ -506,14 +521,11 @@ def ingest_billing(
 
     with transaction(con):
         file_totals = {file.name: _stage_file(con, file, fmt, params) for file in files}
-        for file in files:
-            if file_totals[file.name].rows == 0:
-                raise IngestError(file.name, "no data rows (header only)")
         landed = _landed(con, load_id, fmt)
         for file in files:
             if any(group.bad_periods for group in landed if group.file == file.name):
                 # The one rule the insert cannot check on raw text; the diagnosis names the rows.
-                raise _diagnose(con, file, fmt, "a period ends before it starts")
+                raise _diagnose(con, file, fmt, read_columns(con, file), "a period ends before it starts")
 
         # Before the restatement: some rules compare the delivery with the rows it replaces.
         # An error-level failure raises QualityError and the whole load rolls back.
