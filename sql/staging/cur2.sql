@@ -118,11 +118,8 @@ renamed as (
         coalesce(line_item_product_code, product_servicecode)               as service_name,
         coalesce(nullif(product_sku, ''), product_map['sku'])               as sku_id,
         coalesce(pricing_rate_code, pricing_rate_id)                        as sku_price_id,
-        -- CUR 2.0 writes user-defined tags as user_<key>, legacy CUR as user:<key>; analysts know them by <key>.
-        map(
-            list_transform(map_keys(tag_map), lambda k: case when k[1:5] in ('user_', 'user:') then k[6:] else k end),
-            map_values(tag_map)
-        )                                                                   as tags,
+        -- Keys as analysts know them: `src` has cut CUR's user_ / user: prefixes (key_prefixes).
+        tag_map                                                             as tags,
         -- Spot lines may leave the instance-type column empty: 'USE1-SpotUsage:p4d.24xlarge'.
         coalesce(
             nullif(product_instance_type, ''),

@@ -37,8 +37,10 @@ def con(tmp_path: Path) -> duckdb.DuckDBPyConnection:
 
 
 def facts(con: duckdb.DuckDBPyConnection, columns: str, where: str = "true") -> list[tuple]:
+    """Fact rows in file order; the lines one source row expands into (a GCP row's usage and its
+    credits) by cost, highest first, since loads keep no insertion order."""
     return con.execute(
-        f"select {columns} from billing_facts where {where} order by source_file, source_row"
+        f"select {columns} from billing_facts where {where} order by source_file, source_row, billed_cost desc"
     ).fetchall()
 
 
@@ -259,6 +261,61 @@ def test_cur2_parquet_with_native_maps(con, tmp_path: Path) -> None:
         # CUR columns Athanor does not map are AWS's own schema, not extensions: not kept.
         ("us-east-1", {"team": "vision"}, "p5.48xlarge", 8, "USE1-SpotUsage:p5.48xlarge", None, None, 1)
     ]
+
+
+def test_cur2_parquet_tag_keys_lose_the_user_prefix_row_by_row(con, tmp_path: Path) -> None:
+    # Tag sets repeat across rows (they are rewritten once per distinct set and joined back):
+    # every row must still get its own set, nulls and empty maps included.
+    tag_sets = [
+        "map {'user_team': 'vision', 'user_env': 'prod'}",
+        "null",
+        "map {'user_team': 'llm', 'aws_createdBy': 'ci'}",
+        "map {'user_team': 'vision', 'user_env': 'prod'}",
+        "map {}::map(varchar, varchar)",
+        "map {'user:team': 'llm', 'user_': 'blank'}",
+        "map {'user_team': 'llm', 'aws_createdBy': 'ci'}",
+    ]
+    rows = " union all ".join(
+        f"select {i} as i, {tags}::map(varchar, varchar) as resource_tags" for i, tags in enumerate(tag_sets)
+    )
+    parquet = tmp_path / "cur.parquet"
+    duckdb.execute(
+        f"""copy (select '111122223333' as bill_payer_account_id, timestamp '2026-11-01' as bill_billing_period_start_date,
+                timestamp '2026-12-01' as bill_billing_period_end_date,
+                timestamp '2026-11-03' + to_hours(i) as line_item_usage_start_date,
+                timestamp '2026-11-03' + to_hours(i + 1) as line_item_usage_end_date, 'USD' as line_item_currency_code,
+                'Usage' as line_item_line_item_type, 1.0::double as line_item_unblended_cost, resource_tags
+                from ({rows}) order by i) to '{parquet}' (format parquet)"""
+    )
+    ingest_billing(con, [parquet])
+    assert facts(con, "source_row, tags") == [
+        (1, {"team": "vision", "env": "prod"}),
+        (2, {}),
+        (3, {"team": "llm", "aws_createdBy": "ci"}),
+        (4, {"team": "vision", "env": "prod"}),
+        (5, {}),
+        (6, {"team": "llm", "": "blank"}),
+        (7, {"team": "llm", "aws_createdBy": "ci"}),
+    ]
+
+
+def test_legacy_cur_tag_columns_fold_into_tags_without_the_user_prefix(con, tmp_path: Path) -> None:
+    row = {
+        "bill/PayerAccountId": "111122223333",
+        "bill/BillingPeriodStartDate": "2026-11-01T00:00:00Z",
+        "bill/BillingPeriodEndDate": "2026-12-01T00:00:00Z",
+        "lineItem/LineItemType": "Usage",
+        "lineItem/UsageStartDate": "2026-11-03T00:00:00Z",
+        "lineItem/UsageEndDate": "2026-11-03T01:00:00Z",
+        "lineItem/UnblendedCost": "1.00",
+        "lineItem/CurrencyCode": "USD",
+        "resourceTags/user:team": "llm",
+        "resourceTags/aws:createdBy": "ci",
+    }
+    rows = [row, {**row, "resourceTags/user:team": "", "resourceTags/aws:createdBy": ""}]
+    ingest_billing(con, [write_csv(tmp_path / "cur.csv", rows)])
+    # An empty cell is no tag, not a tag with an empty value.
+    assert facts(con, "source_row, tags") == [(1, {"team": "llm", "aws:createdBy": "ci"}), (2, {})]
 
 
 # ---------------------------------------------------------------- legacy CUR, multi-part

@@ -52,6 +52,9 @@ class BillingFormat:
     # Canonical columns staging reads as MAP(VARCHAR, VARCHAR), whether the file holds a
     # native map (Parquet), JSON text (CSV) or flattened columns (`nested`).
     maps: tuple[str, ...] = ()
+    # A map column whose keys lose a prefix on the way in, and the prefixes: CUR writes
+    # user-defined tags as user_<key> (2.0) or user:<key> (legacy); analysts know them by <key>.
+    key_prefixes: tuple[str, tuple[str, ...]] | None = None
     # Keep the columns the format does not know in x_provider_columns. Off for CUR: its
     # hundreds of AWS columns are not provider extensions, and a per-row map of them costs
     # more than the rest of the load (measured in bench/bench_ingest.py).

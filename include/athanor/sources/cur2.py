@@ -100,6 +100,9 @@ TIMESTAMPS = (
 
 MAPS = ("product", "resource_tags")
 
+# User-defined tags: user_<key> in CUR 2.0, user:<key> in legacy CUR.
+TAG_KEY_PREFIXES = ("resource_tags", ("user_", "user:"))
+
 # BilledCost per the FOCUS conversion rules: the net unblended cost (after discounts
 # such as EDP) where AWS writes one, else the unblended cost.
 FILE_TOTAL = "coalesce(cast(line_item_net_unblended_cost as decimal(38, 12)), cast(line_item_unblended_cost as decimal(38, 12)))"
@@ -116,6 +119,7 @@ FORMAT = BillingFormat(
     currency_column="line_item_currency_code",
     file_total=FILE_TOTAL,
     maps=MAPS,
+    key_prefixes=TAG_KEY_PREFIXES,
     keep_extras=False,
     typed_source=True,
     periods=(

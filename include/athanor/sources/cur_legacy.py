@@ -43,6 +43,7 @@ FORMAT = BillingFormat(
     resolve=resolve,
     nested=(("resource_tags", "resourceTags/"),),
     maps=cur2.MAPS,
+    key_prefixes=cur2.TAG_KEY_PREFIXES,
     keep_extras=False,
     typed_source=True,
     staging="cur2",
