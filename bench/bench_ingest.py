@@ -311,6 +311,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3, help="runs of each measurement; the fastest counts")
     parser.add_argument("--converter-timeout", type=float, default=900)
     parser.add_argument("--skip-converter", action="store_true")
+    parser.add_argument("--only", choices=("cur2", "focus"), help="measure one of the two files")
     parser.add_argument("--converter-only", action="store_true")
     parser.add_argument("--child", nargs=3, metavar=("MODE", "FILE", "DB"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -323,6 +324,8 @@ def main() -> int:
     for kind, label in (
         () if args.converter_only else (("cur2", "CUR 2.0 Parquet"), ("focus", "FOCUS CSV.gz"))
     ):
+        if args.only and kind != args.only:
+            continue
         load_seconds = {}
         for n in sorted({args.small, args.rows}):
             started = time.perf_counter()

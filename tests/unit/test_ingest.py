@@ -231,3 +231,22 @@ def test_text_timestamps_become_utc_whichever_parse_takes_them(con, text: str, u
 
     parsed = con.execute(f"select {_as_utc_timestamp('t', 'VARCHAR')} from (select ?::varchar as t)", [text])
     assert parsed.fetchone()[0] == con.execute("select ?::timestamp", [utc]).fetchone()[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "tags"),
+    [
+        ('{"team": "llm", "env": "prod"}', {"team": "llm", "env": "prod"}),
+        (' {"team": "llm"} ', {"team": "llm"}),  # whitespace around the object is JSON too
+        ("{}", {}),
+        ("", None),  # caught before the parse (see _as_map)
+        ("   ", None),
+        ("team=llm", None),  # not JSON: no tags rather than a failed load
+        (None, None),
+    ],
+)
+def test_tags_from_json_text(con, text: str | None, tags: dict[str, str] | None) -> None:
+    from athanor.ingest import _as_map
+
+    parsed = con.execute(f"select {_as_map('t', 'VARCHAR')} from (select ?::varchar as t)", [text])
+    assert parsed.fetchone()[0] == tags
