@@ -594,8 +594,9 @@ def ingest_billing(
     started_at = datetime.now(UTC).replace(tzinfo=None)
     params = {"load_id": load_id, "source_format": fmt.name}
 
-    with _any_insertion_order(con), transaction(con):
-        file_totals = {file.name: _stage_file(con, file, fmt, params) for file in files}
+    with transaction(con):
+        with _any_insertion_order(con):
+            file_totals = {file.name: _stage_file(con, file, fmt, params) for file in files}
         landed = _landed(con, load_id, fmt)
         for file in files:
             if any(group.bad_periods for group in landed if group.file == file.name):
@@ -627,19 +628,22 @@ def ingest_billing(
 
 @contextmanager
 def _any_insertion_order(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """For the length of a load, let DuckDB land rows in whatever order its threads finish them.
+    """While staging, let DuckDB land rows in whatever order its threads finish them.
 
-    Fact rows carry their own lineage (source_file, source_row) and nothing reads them in
-    insertion order; keeping file order makes DuckDB run the staging insert on one thread
-    (10M FOCUS CSV.gz rows: the insert takes 32 s, against 27 s without). The setting is
-    global to the database instance, hence the previous value is put back afterwards.
+    Fact rows carry their own lineage (source_file, source_row), so no query needs them in
+    file order; keeping it makes DuckDB run the staging insert on one thread (10M FOCUS
+    CSV.gz rows: the insert takes 32 s, against 27 s without). The setting is global to the
+    database instance: the previous value comes back afterwards, before the quality gate,
+    whose examples some rules take in scan order. A cursor of its own sets it, because the
+    load's transaction may be aborted by then, and an aborted transaction refuses statements.
     """
-    before = con.execute("select current_setting('preserve_insertion_order')").fetchone()[0]
-    con.execute("set preserve_insertion_order = false")
-    try:
-        yield
-    finally:
-        con.execute(f"set preserve_insertion_order = {bool(before)}")
+    with con.cursor() as own:
+        before = bool(own.execute("select current_setting('preserve_insertion_order')").fetchone()[0])
+        own.execute("set preserve_insertion_order = false")
+        try:
+            yield
+        finally:
+            own.execute(f"set preserve_insertion_order = {before}")
 
 
 def _replace_restated(con: duckdb.DuckDBPyConnection, load_id: str) -> int:

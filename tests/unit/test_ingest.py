@@ -110,6 +110,39 @@ def test_failure_rolls_back_after_the_insert(con, tmp_path: Path, monkeypatch) -
     assert con.execute("select count(*) from reconciliations").fetchone()[0] == 1
 
 
+def test_insertion_order_setting_is_put_back_after_a_load_good_or_bad(
+    con, tmp_path: Path, monkeypatch
+) -> None:
+    """Staging runs without insertion order; the quality gate and everything after it with the
+    setting as it was, even when the insert breaks and aborts the load's transaction."""
+    import athanor.ingest as ingest
+
+    setting = "select current_setting('preserve_insertion_order')"
+    seen = []
+    stage_file = ingest._stage_file
+
+    def staging(con, *args):
+        seen.append(("staging", con.execute(setting).fetchone()[0]))
+        return stage_file(con, *args)
+
+    def landed(con, *args):
+        seen.append(("after staging", con.execute(setting).fetchone()[0]))
+        return []  # nothing landed: the load then fails to reconcile
+
+    monkeypatch.setattr(ingest, "_stage_file", staging)
+    monkeypatch.setattr(ingest, "_landed", landed)
+    good = write(tmp_path / "good.csv", focus_rows("acct", "2026-10", ["1.00"]))
+    with pytest.raises(IngestError, match="does not reconcile"):
+        ingest_billing(con, [good])
+    assert seen == [("staging", False), ("after staging", True)]
+    assert con.execute(setting).fetchone()[0] is True
+
+    bad = focus_rows("acct", "2026-10", ["1.00", "oops"])
+    with pytest.raises(IngestError, match="row 2, column BilledCost: not a decimal number"):
+        ingest_billing(con, [write(tmp_path / "bad.csv", bad)])
+    assert con.execute(setting).fetchone()[0] is True
+
+
 def test_rerunning_a_day_gives_identical_content(tmp_path: Path) -> None:
     files = [
         write(tmp_path / "in/a/oct.csv", focus_rows("acct", "2026-10", ["1.00", "2.00"])),
