@@ -236,10 +236,9 @@ def _fold(name: str, parts: list[tuple[str, str]], as_map: bool) -> str:
 
 def _unprefixed(fmt: BillingFormat, column: str, key: str) -> str:
     """A map key without the prefix the format strips from `column`'s keys (see key_prefixes)."""
-    if fmt.key_prefixes and fmt.key_prefixes[0] == column:
-        for prefix in fmt.key_prefixes[1]:
-            if key.startswith(prefix):
-                return key[len(prefix) :]
+    for prefix in fmt.prefixes_cut_from(column):
+        if key.startswith(prefix):
+            return key[len(prefix) :]
     return key
 
 
@@ -277,8 +276,8 @@ def source_select(
             raw = found[name]
             if is_map:
                 value = _as_map(raw, columns[raw])
-                if fmt.key_prefixes and fmt.key_prefixes[0] == name and not keys_as_read:
-                    value = _without_key_prefixes(value, fmt.key_prefixes[1])
+                if fmt.prefixes_cut_from(name) and not keys_as_read:
+                    value = _without_key_prefixes(value, fmt.prefixes_cut_from(name))
             elif name in fmt.money and not _numeric(columns[raw]):
                 # As text, so that a Parquet boolean or date fails the decimal cast (casting
                 # `true` would give 1) and then the "not a decimal number" rule.
@@ -380,7 +379,7 @@ def _parsed_by_reader(fmt: BillingFormat, columns: dict[str, str]) -> dict[str, 
     Timestamps stay text: the reader's time-zone-aware parse costs more than `_as_utc_timestamp`.
     """
     found = fmt.resolve(list(columns), fmt.known)
-    return {found[c]: _MONEY.upper().replace(" ", "") for c in fmt.money if c in found}
+    return {found[c]: _MONEY for c in fmt.money if c in found}
 
 
 def _read_map_with_key_prefixes(fmt: BillingFormat, columns: dict[str, str]) -> str | None:

@@ -67,6 +67,10 @@ class BillingFormat:
     # The staging query `sql/staging/<staging>.sql`; formats that differ only in naming share one.
     staging: str = ""
 
+    def prefixes_cut_from(self, column: str) -> tuple[str, ...]:
+        """The prefixes cut from `column`'s map keys: none unless it is the key_prefixes column."""
+        return self.key_prefixes[1] if self.key_prefixes and self.key_prefixes[0] == column else ()
+
     @property
     def staging_sql(self) -> str:
         return "staging/" + (self.staging or self.name)
