@@ -1,0 +1,51 @@
+"""The demo run gives the same published files and warehouse content as the golden.
+
+The golden was taken from the demo before the package layout changed (issue: one package
+per stage); a change that moves code must leave it equal. Regenerate it only when a change
+means to alter a published figure, and say which and why in the commit:
+
+    ATHANOR_REGENERATE_GOLDEN=1 .venv/bin/pytest tests/integration/test_golden_demo.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from athanor.settings import PROJECT_ROOT
+from tests.support.golden import fingerprint
+
+GOLDEN = Path(__file__).parents[1] / "golden" / "demo-2026-11-30.json"
+AS_OF = "2026-11-30"
+
+pytestmark = pytest.mark.integration
+
+
+def test_demo_run_matches_golden(tmp_path: Path) -> None:
+    athanor = str(PROJECT_ROOT / ".venv" / "bin" / "athanor")
+    env = dict(os.environ, ATHANOR_HOME=str(tmp_path))
+    for key in [k for k in env if k.startswith("ATHANOR_") and k != "ATHANOR_HOME"]:
+        del env[key]
+    subprocess.run([athanor, "demo", "--out", "landing", "--as-of", AS_OF], cwd=tmp_path, env=env, check=True)
+    subprocess.run(
+        [athanor, "run", "--as-of", AS_OF, "--source", "landing"],
+        cwd=tmp_path,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    actual = fingerprint(tmp_path, tmp_path / "reports" / AS_OF, tmp_path / "warehouse" / "athanor.duckdb")
+    if os.environ.get("ATHANOR_REGENERATE_GOLDEN"):
+        GOLDEN.write_text(json.dumps(actual, indent=1, sort_keys=True) + "\n")
+    expected = json.loads(GOLDEN.read_text())
+    differing = {
+        name: (expected[part].get(name), actual[part].get(name))
+        for part in ("files", "tables")
+        for name in expected[part].keys() | actual[part].keys()
+        if expected[part].get(name) != actual[part].get(name)
+    }
+    assert not differing, f"differs from the golden: {differing}"
