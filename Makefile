@@ -48,7 +48,7 @@ format: $(VENV)/.installed-dev
 	$(BIN)/ruff format . && $(BIN)/ruff check --fix .
 
 docs: $(VENV)/.installed
-	$(BIN)/python -m athanor.docs
+	$(BIN)/python -m athanor.warehouse.docs
 
 clean:
 	rm -rf landing warehouse reports quarantine artifacts .airflow test-artifacts

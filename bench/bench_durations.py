@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from athanor import durations as D
+from athanor.model import durations as D
 
 PHILLY = (
     Path(__file__).resolve().parents[1].parent / "shared" / "data" / "traces" / "philly-runtime-seconds.csv"

@@ -5,7 +5,7 @@ measures, each in a fresh child process with the same DuckDB settings
 (memory_limit, threads):
 
 * baseline: `create table t as select * from read_parquet/read_csv(file)` into a new database file;
-* load:     `athanor.ingest.ingest_billing(..., validate=False)` of the same file into a new
+* load:     `athanor.ingest.billing.ingest_billing(..., validate=False)` of the same file into a new
             warehouse (parse checks, staging, restatement, reconciliation, ledger);
 * ingest:   the same with the data-quality gate (the Great Expectations suite) on, as the DAG runs it;
 
@@ -192,7 +192,7 @@ def child(mode: str, file: str, db: str) -> None:
         seconds = time.perf_counter() - started
         rows = con.execute("select count(*) from t").fetchone()[0]
     else:
-        from athanor.ingest import ingest_billing
+        from athanor.ingest.billing import ingest_billing
         from athanor.warehouse import connect
 
         con = connect(db, memory_limit=MEMORY_LIMIT, threads=THREADS)

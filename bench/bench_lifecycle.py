@@ -20,9 +20,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from athanor.demo_storage import CSV_SCHEMA, generate_ebs, generate_inventory
-from athanor.lifecycle import read_ebs, read_inventory, recommend_lifecycle
-from athanor.storage.checkpoints import index_checkpoints
+from athanor.demo.storage import CSV_SCHEMA, generate_ebs, generate_inventory
+from athanor.ingest.checkpoints import index_checkpoints
+from athanor.recommend.lifecycle import read_ebs, read_inventory, recommend_lifecycle
 
 AS_OF = date(2026, 12, 1)
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from athanor import mix, spot
-from athanor.scenarios import SCENARIOS, make_scenario
+from athanor.recommend import mix, spot
+from athanor.recommend.scenarios import SCENARIOS, make_scenario
 
 OD_RATE = 21.96  # p4d.24xlarge on-demand, us-east-1, $/h
 COMMIT_RATE = 0.60 * OD_RATE  # 1-year commitment assumption

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import duckdb
 
-from athanor.ingest import ingest_billing
+from athanor.ingest.billing import ingest_billing
 from athanor.quality import BatchContext, QualityConfig, validate_batch
 from athanor.warehouse import connect
 

@@ -1,11 +1,14 @@
-"""What the Athanor DAGs share: assets, the DuckDB writer pool, retry policy, task entry."""
+"""What the Athanor DAGs share: assets, the DuckDB writer pool, retry policy, and the
+tasks themselves, built from the stages `athanor.flow.STAGES` declares."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 from typing import Any
 
-from airflow.sdk import Asset
+from airflow.sdk import Asset, task
+
+from athanor.flow import stages_of
 
 # DuckDB allows one writing process: every task that writes the warehouse takes the
 # single slot of this pool (created by `make demo` / `make airflow`).
@@ -13,6 +16,7 @@ WRITER_POOL = "athanor_duckdb_writer"
 
 WAREHOUSE_ASSET = Asset(name="athanor_warehouse", uri="x-athanor://warehouse/billing")
 REPORT_ASSET = Asset(name="athanor_report", uri="x-athanor://reports/latest")
+ASSETS = {asset.name: asset for asset in (WAREHOUSE_ASSET, REPORT_ASSET)}
 
 
 def run_stage(name: str, context: Any, *inputs: Any) -> dict:
@@ -20,7 +24,7 @@ def run_stage(name: str, context: Any, *inputs: Any) -> dict:
     from airflow.sdk.exceptions import AirflowFailException
 
     from athanor.errors import DataRejected
-    from athanor.orchestration import run_stage as run
+    from athanor.flow import run_stage as run
 
     def s3_client():
         # Resolved only when a stage reads a bucket, never at parse time.
@@ -34,6 +38,27 @@ def run_stage(name: str, context: Any, *inputs: Any) -> dict:
         return run(name, context, *inputs, s3_client=s3_client)
     except DataRejected as exc:
         raise AirflowFailException(str(exc)) from None
+
+
+def add_stage_tasks(dag_id: str) -> dict[str, Any]:
+    """One task per stage of `dag_id`, wired as the flow declares (call inside a DAG body)."""
+    tasks: dict[str, Any] = {}
+    for stage in stages_of(dag_id):
+
+        def call(*inputs: dict, _name: str = stage.name, **context: Any) -> dict:
+            return run_stage(_name, context, *inputs)
+
+        make = task(
+            task_id=stage.name,
+            pool=WRITER_POOL if stage.writes_warehouse else None,
+            outlets=[ASSETS[stage.emits]] if stage.emits else [],
+            doc_md=(stage.function.__doc__ or "").strip(),
+        )(call)
+        tasks[stage.name] = make(*(tasks[name] for name in stage.inputs))
+        for name in stage.after:
+            if name not in stage.inputs:
+                tasks[name] >> tasks[stage.name]
+    return tasks
 
 
 def _notify_failure(context: Any) -> None:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pendulum
-from airflow.sdk import Param, dag, task
+from airflow.sdk import Param, dag
 
-from athanor_common import DEFAULT_ARGS, WAREHOUSE_ASSET, WRITER_POOL, run_stage
+from athanor_common import DEFAULT_ARGS, add_stage_tasks
 
 DOC = """
 ### Athanor ingest
@@ -49,22 +49,7 @@ and is moved to quarantine; everything loaded before stays as it was.
     },
 )
 def athanor_ingest():
-    @task
-    def land(**context) -> dict:
-        """Find the deliveries to load (a bucket is mirrored to a local cache first)."""
-        return run_stage("land", context)
-
-    @task(pool=WRITER_POOL)
-    def load(landed: dict, **context) -> dict:
-        """Load every new delivery; fail the task naming each bad one."""
-        return run_stage("load", context, landed)
-
-    @task(pool=WRITER_POOL, outlets=[WAREHOUSE_ASSET])
-    def validate(loaded: dict, **context) -> dict:
-        """Run the data-quality suites over what this run loaded."""
-        return run_stage("validate", context, loaded)
-
-    validate(load(land()))
+    add_stage_tasks("athanor_ingest")
 
 
 athanor_ingest()

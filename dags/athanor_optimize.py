@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pendulum
-from airflow.sdk import Param, dag, task
+from airflow.sdk import Param, dag
 
-from athanor_common import DEFAULT_ARGS, REPORT_ASSET, WAREHOUSE_ASSET, WRITER_POOL, run_stage
+from athanor_common import DEFAULT_ARGS, WAREHOUSE_ASSET, add_stage_tasks
 
 DOC = """
 ### Athanor optimize
@@ -43,27 +43,7 @@ analysts. `apply_lifecycle` stays a dry run unless the form says otherwise.
     },
 )
 def athanor_optimize():
-    @task(pool=WRITER_POOL)
-    def fit_durations(**context) -> dict:
-        """Fit duration distributions per workload group and store them with history."""
-        return run_stage("fit_durations", context)
-
-    @task(pool=WRITER_POOL)
-    def recommend_mix(fits: dict, **context) -> dict:
-        """Commitments, spot share and backtest from hourly demand and the fits."""
-        return run_stage("recommend_mix", context)
-
-    @task(pool=WRITER_POOL)
-    def recommend_lifecycle(**context) -> dict:
-        """Checkpoint-storage policies priced over 12 months, as S3 lifecycle rules."""
-        return run_stage("recommend_lifecycle", context)
-
-    @task(pool=WRITER_POOL, outlets=[REPORT_ASSET])
-    def publish(mix: dict, lifecycle: dict, **context) -> dict:
-        """Render the report, write JSON/CSV, publish the analysts' snapshot."""
-        return run_stage("publish", context)
-
-    publish(recommend_mix(fit_durations()), recommend_lifecycle())
+    add_stage_tasks("athanor_optimize")
 
 
 athanor_optimize()

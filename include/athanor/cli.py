@@ -43,7 +43,7 @@ def format_rows(columns: Sequence[str], rows: Sequence[Sequence[object]], fmt: s
 
 
 def _cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
-    from athanor.loading import ingest_paths
+    from athanor.ingest.deliveries import ingest_paths
 
     warehouse = Path(args.warehouse) if args.warehouse else settings.warehouse
     outcome = ingest_paths([Path(p) for p in args.paths], warehouse, settings=settings)
@@ -86,7 +86,7 @@ def _cmd_query(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_durations(args: argparse.Namespace, settings: Settings) -> int:
-    from athanor import durations
+    from athanor.model import durations
 
     try:
         frame = durations.load_durations(args.file)
@@ -109,7 +109,7 @@ def _cmd_durations(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_commit_plan(args: argparse.Namespace, settings: Settings) -> int:
-    from athanor import mix
+    from athanor.recommend import mix
 
     try:
         units = mix.read_demand_csv(args.demand)
@@ -144,7 +144,8 @@ def _cmd_commit_plan(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
-    from athanor import demo, demo_storage
+    from athanor.demo import fleet as demo
+    from athanor.demo import storage as demo_storage
 
     out = Path(args.out)
     as_of = date.fromisoformat(args.as_of) if args.as_of else None
@@ -161,23 +162,22 @@ def _cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
 def _cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     """Run the whole nightly flow in this process (what the two DAGs do, without Airflow)."""
     from athanor.errors import DataRejected
-    from athanor.orchestration import run_stage
+    from athanor.flow import STAGES, run_stage
 
     context = {"params": {"as_of": args.as_of, "source": args.source}, "run_id": args.run_id}
     stage_options = {"settings": settings, "s3_client": s3_client_from_env}
+    results: dict[str, dict] = {}
     try:
-        landed = run_stage("land", context, **stage_options)
-        loaded = run_stage("load", context, landed, **stage_options)
-        run_stage("validate", context, loaded, **stage_options)
-        for line in loaded.get("loaded", []):
-            print(line)
-        fits = run_stage("fit_durations", context, **stage_options)
-        mix = run_stage("recommend_mix", context, fits, **stage_options)
-        lifecycle = run_stage("recommend_lifecycle", context, **stage_options)
-        published = run_stage("publish", context, mix, lifecycle, **stage_options)
+        for stage in STAGES:
+            inputs = [results[name] for name in stage.inputs]
+            results[stage.name] = run_stage(stage.name, context, *inputs, **stage_options)
+            if stage.name == "load":
+                for line in results["load"].get("loaded", []):
+                    print(line)
     except DataRejected as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    mix, published = results["recommend_mix"], results["publish"]
     print(mix.get("explanation", ""))
     print(f"report: {published['report']}")
     return 0
@@ -195,7 +195,7 @@ def s3_client_from_env():
 
 
 def _cmd_lifecycle(args: argparse.Namespace, settings: Settings) -> int:
-    from athanor import lifecycle
+    from athanor.recommend import lifecycle
 
     try:
         inventory = lifecycle.read_inventories([Path(p) for p in args.inventory])
@@ -211,7 +211,7 @@ def _cmd_lifecycle(args: argparse.Namespace, settings: Settings) -> int:
     client = s3_client_from_env() if args.apply else None
     existing = None
     if client is not None:
-        from athanor.storage.apply import get_lifecycle
+        from athanor.recommend.lifecycle.apply import get_lifecycle
 
         existing = {args.bucket: get_lifecycle(client, args.bucket)}
     rec = lifecycle.recommend_lifecycle(
@@ -236,7 +236,7 @@ def _cmd_lifecycle(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_lifecycle_restore(args: argparse.Namespace, settings: Settings) -> int:
-    from athanor import lifecycle
+    from athanor.recommend import lifecycle
 
     lifecycle.restore_lifecycle(s3_client_from_env(), args.bucket, Path(args.previous))
     print(f"restored the lifecycle configuration of {args.bucket} from {args.previous}")

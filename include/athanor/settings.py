@@ -10,10 +10,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-# include/athanor/settings.py -> project root is two folders above the package.
+# In a checkout, include/athanor/settings.py: the project root is two folders above the
+# package (the default home of a demo run).
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-SQL_DIR = PROJECT_ROOT / "sql"
-PACKAGE_DATA = Path(__file__).resolve().parent / "data"
 
 
 @dataclass(frozen=True)

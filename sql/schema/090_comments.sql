@@ -1,7 +1,7 @@
 -- Catalog comments: every table, view and column, with its grain.
 -- Runs after the DDL files (name order) on every migrate: `create or replace view` drops a view's
 -- comments, so they are set again here. docs/warehouse.md is generated from these
--- (`python -m athanor.docs`). This file holds many statements: migrate() runs a file in one
+-- (`python -m athanor.warehouse.docs`). This file holds many statements: migrate() runs a file in one
 -- execute(), which accepts several.
 
 comment on table loads is 'The load ledger. Grain: one row per delivery (a file, or the files of one multi-part export) that Athanor has seen, whatever happened to it.';

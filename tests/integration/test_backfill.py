@@ -24,8 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from athanor import demo, demo_storage
-from athanor.orchestration import run_stage
+from athanor.demo import fleet as demo
+from athanor.demo import storage as demo_storage
+from athanor.flow import run_stage
 from athanor.settings import Settings
 from athanor.warehouse import connect
 from tests.conftest import airflow_env

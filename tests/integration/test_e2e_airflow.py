@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from athanor import demo
+from athanor.demo import fleet as demo
 from athanor.warehouse import connect
 from tests.conftest import airflow_env
 
@@ -52,7 +52,7 @@ def deployment(tmp_path_factory: pytest.TempPathFactory):
     home = tmp_path_factory.mktemp("athanor")
     cfg = demo.DemoConfig(days=30)
     summary = demo.generate_landing(home / "landing", cfg, as_of=AS_OF)
-    from athanor import demo_storage
+    from athanor.demo import storage as demo_storage
 
     demo_storage.generate_inventory(home / "landing" / "inventory", AS_OF)
     env = airflow_env(home / ".airflow", home)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import duckdb
 
-from athanor.ingest import ingest_billing
+from athanor.ingest.billing import ingest_billing
 from athanor.warehouse import connect
 
 ROWS = 1_500_000  # big enough that a load takes several seconds on two cores
@@ -20,7 +20,7 @@ ROWS = 1_500_000  # big enough that a load takes several seconds on two cores
 CHILD = """
 import sys
 from pathlib import Path
-from athanor.ingest import ingest_billing
+from athanor.ingest.billing import ingest_billing
 from athanor.warehouse import connect
 con = connect(sys.argv[1], memory_limit="1GB")
 print("start", flush=True)

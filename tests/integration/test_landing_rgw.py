@@ -5,8 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from athanor.ingest import ingest_billing
-from athanor.landing import fetch, list_deliveries
+from athanor.ingest.billing import ingest_billing
+from athanor.land.landing import fetch, list_deliveries
 from athanor.warehouse import connect
 from tests.support.rgw import rgw_endpoint  # noqa: F401
 

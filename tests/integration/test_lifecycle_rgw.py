@@ -17,7 +17,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from athanor.lifecycle import apply_lifecycle, list_object_versions, recommend_lifecycle, restore_lifecycle
+from athanor.recommend.lifecycle import (
+    apply_lifecycle,
+    list_object_versions,
+    recommend_lifecycle,
+    restore_lifecycle,
+)
 from tests.support.rgw import RgwEndpoint  # the rgw_endpoint fixture comes from tests/conftest.py
 
 RUNS = {

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from websockets.sync.client import connect as ws_connect
 
-from athanor.report import build_report
+from athanor.publish import build_report
 from athanor.warehouse import connect
 from tests.unit.test_report import AS_OF, XSS_TEAM, fill_small_warehouse
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from athanor.pipeline import RunContext, publish
+from athanor.flow import RunContext, publish
 from athanor.settings import Settings
 from athanor.warehouse import connect
 from tests.support.rgw import rgw_endpoint  # noqa: F401

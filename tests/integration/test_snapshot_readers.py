@@ -27,7 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from athanor import demo, demo_storage
+from athanor.demo import fleet as demo
+from athanor.demo import storage as demo_storage
 from athanor.warehouse import connect, publish_snapshot
 
 pytestmark = pytest.mark.integration

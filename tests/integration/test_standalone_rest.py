@@ -16,7 +16,8 @@ from decimal import Decimal
 
 import pytest
 
-from athanor import demo, demo_storage
+from athanor.demo import fleet as demo
+from athanor.demo import storage as demo_storage
 from athanor.warehouse import connect
 from tests.conftest import airflow_env
 from tests.support.airflow_server import AirflowServer, start_airflow

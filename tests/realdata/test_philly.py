@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from athanor import durations as D
+from athanor.model import durations as D
 from tests.conftest import shared_data
 
 PHILLY = shared_data() / "traces" / "philly-runtime-seconds.csv"

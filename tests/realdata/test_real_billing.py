@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from athanor.ingest import ingest_billing
+from athanor.ingest.billing import ingest_billing
 from athanor.warehouse import connect
 
 BILLING = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "billing"

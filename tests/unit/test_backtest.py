@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from athanor.mix import (
+from athanor.recommend.mix import (
     BACKTEST_POLICIES,
     backtest,
     commitment_cost,
@@ -14,7 +14,7 @@ from athanor.mix import (
     optimal_commitment,
     summarize_backtest,
 )
-from athanor.scenarios import SCENARIOS, make_scenario
+from athanor.recommend.scenarios import SCENARIOS, make_scenario
 
 OD = 21.96
 COMMIT = 0.6 * OD

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from athanor.ingest import IngestError, ingest_billing
+from athanor.ingest.billing import IngestError, ingest_billing
 from athanor.quality import QualityError, quarantine, release
 from athanor.warehouse import connect
 

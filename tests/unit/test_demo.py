@@ -21,7 +21,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from athanor import demo, exports
+from athanor.demo import bills as exports
+from athanor.demo import fleet as demo
 
 # A small world (30 days, 2 months) for the tests that generate several times.
 SMALL = demo.DemoConfig(end_date=date(2026, 11, 20), days=30)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from athanor.docs import DOC_PATH, EXAMPLES, main, render_markdown, schema_catalog
 from athanor.warehouse import connect
+from athanor.warehouse.docs import DOC_PATH, EXAMPLES, main, render_markdown, schema_catalog
 from tests.unit.test_report import fill_small_warehouse
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "sql" / "schema"
@@ -35,7 +35,7 @@ def test_every_schema_table_view_and_column_has_a_comment() -> None:
 def test_docs_warehouse_md_is_up_to_date() -> None:
     expected = render_markdown(schema_catalog())
     assert DOC_PATH.read_text(encoding="utf-8") == expected, (
-        "run `python -m athanor.docs` and commit docs/warehouse.md"
+        "run `python -m athanor.warehouse.docs` and commit docs/warehouse.md"
     )
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy import integrate, optimize, stats
 
-from athanor import durations as D
+from athanor.model import durations as D
 
 TRUTH = {
     "lognormal": {"mu": 8.0, "sigma": 1.2},

@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from athanor.ingest import IngestError, ingest_billing, record_failure
+from athanor.ingest.billing import IngestError, ingest_billing, record_failure
 from athanor.warehouse import connect
 
 D = Decimal
@@ -98,7 +98,7 @@ def test_failure_rolls_back_after_the_insert(con, tmp_path: Path, monkeypatch) -
     """A failure after rows reached billing_facts (here: in reconciliation) undoes the insert and the restatement."""
     ingest_billing(con, [write(tmp_path / "v1/oct.csv", focus_rows("acct", "2026-10", ["1.00"]))])
     before = content_hash(con)
-    import athanor.ingest as ingest
+    import athanor.ingest.billing as ingest
 
     def broken(*args, **kwargs):
         raise IngestError("oct.csv", "does not reconcile (simulated)")
@@ -115,7 +115,7 @@ def test_insertion_order_setting_is_put_back_after_a_load_good_or_bad(
 ) -> None:
     """Staging runs without insertion order; the quality gate and everything after it with the
     setting as it was, even when the insert breaks and aborts the load's transaction."""
-    import athanor.ingest as ingest
+    import athanor.ingest.billing as ingest
 
     setting = "select current_setting('preserve_insertion_order')"
     seen = []
@@ -260,7 +260,7 @@ def test_record_failure_keeps_the_reason(con, tmp_path: Path) -> None:
 )
 def test_text_timestamps_become_utc_whichever_parse_takes_them(con, text: str, utc: str) -> None:
     """The cheap TIMESTAMP parse ignores offsets: only strings that cannot carry one may take it."""
-    from athanor.ingest import _as_utc_timestamp
+    from athanor.ingest.billing import _as_utc_timestamp
 
     parsed = con.execute(f"select {_as_utc_timestamp('t', 'VARCHAR')} from (select ?::varchar as t)", [text])
     assert parsed.fetchone()[0] == con.execute("select ?::timestamp", [utc]).fetchone()[0]
@@ -279,7 +279,7 @@ def test_text_timestamps_become_utc_whichever_parse_takes_them(con, text: str, u
     ],
 )
 def test_tags_from_json_text(con, text: str | None, tags: dict[str, str] | None) -> None:
-    from athanor.ingest import _as_map
+    from athanor.ingest.billing import _as_map
 
     parsed = con.execute(f"select {_as_map('t', 'VARCHAR')} from (select ?::varchar as t)", [text])
     assert parsed.fetchone()[0] == tags

@@ -15,8 +15,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from athanor import jobs
-from athanor.jobs import (
+from athanor.ingest import jobs
+from athanor.ingest.jobs import (
     COLUMNS,
     JobRunError,
     detect_job_format,
@@ -639,7 +639,9 @@ def test_summarise_counts_running_jobs_without_duration() -> None:
 
 def test_gpu_table_agrees_with_package_instance_types() -> None:
     # The price table shipped with the package lists GPU counts too; the two must not drift.
-    table = Path(jobs.__file__).resolve().parent / "data" / "instance_types.csv"
+    from athanor.reference import DATA_DIR
+
+    table = DATA_DIR / "instance_types.csv"
     with table.open() as f:
         rows = list(csv.DictReader(f))
     assert rows

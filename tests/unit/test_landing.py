@@ -10,8 +10,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from athanor.ingest import ingest_billing
-from athanor.landing import fetch, list_deliveries, split_s3
+from athanor.ingest.billing import ingest_billing
+from athanor.land.landing import fetch, list_deliveries, split_s3
 from athanor.warehouse import connect
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "billing"

@@ -7,7 +7,7 @@ from datetime import date
 import pandas as pd
 import pytest
 
-from athanor.storage.checkpoints import annotate_versions, index_checkpoints
+from athanor.ingest.checkpoints import annotate_versions, index_checkpoints
 
 AS_OF = date(2026, 12, 1)
 

@@ -8,11 +8,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from athanor.lifecycle import recommend_lifecycle
-from athanor.storage.checkpoints import index_checkpoints
-from athanor.storage.inventory import read_ebs
-from athanor.storage.policy import DO_NOTHING, PolicySpec, plan_ebs, s3_it_cost, simulate
-from athanor.storage.pricing import DEFAULT_PRICES, GIB, INTELLIGENT_TIERING, STANDARD_IA, it_gb_month
+from athanor.ingest.checkpoints import index_checkpoints
+from athanor.ingest.inventory import read_ebs
+from athanor.recommend.lifecycle import recommend_lifecycle
+from athanor.recommend.lifecycle.policy import DO_NOTHING, PolicySpec, plan_ebs, s3_it_cost, simulate
+from athanor.recommend.lifecycle.pricing import (
+    DEFAULT_PRICES,
+    GIB,
+    INTELLIGENT_TIERING,
+    STANDARD_IA,
+    it_gb_month,
+)
 
 AS_OF = date(2026, 12, 1)
 NOW = pd.Timestamp("2026-12-01T00:00:00Z")

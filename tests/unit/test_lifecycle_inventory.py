@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from moto import mock_aws
 
-from athanor.demo_storage import generate_ebs, generate_inventory
-from athanor.storage.inventory import (
+from athanor.demo.storage import generate_ebs, generate_inventory
+from athanor.ingest.inventory import (
     INVENTORY_COLUMNS,
     InventoryError,
     find_manifests,

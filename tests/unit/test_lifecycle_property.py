@@ -2,7 +2,7 @@
 expire nothing but stale checkpoints, and do expire every stale checkpoint they cover.
 
 Checked by evaluating every generated rule against every object of random inventories in random
-key layouts (the small evaluator in athanor.storage.rules).
+key layouts (the small evaluator in athanor.recommend.lifecycle.rules).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from athanor.lifecycle import recommend_lifecycle
-from athanor.storage.checkpoints import index_checkpoints
-from athanor.storage.pricing import INTELLIGENT_TIERING
-from athanor.storage.rules import ObjectState, evaluate, harms_protected
+from athanor.ingest.checkpoints import index_checkpoints
+from athanor.recommend.lifecycle import recommend_lifecycle
+from athanor.recommend.lifecycle.pricing import INTELLIGENT_TIERING
+from athanor.recommend.lifecycle.rules import ObjectState, evaluate, harms_protected
 
 AS_OF = date(2026, 12, 1)
 NOW = pd.Timestamp("2026-12-01T00:00:00Z")

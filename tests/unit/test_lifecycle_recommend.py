@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from athanor.demo_storage import generate_ebs, generate_inventory
-from athanor.lifecycle import read_ebs, read_inventories, recommend_lifecycle
-from athanor.storage.rules import harms_protected, validate_lifecycle, versions_rule
+from athanor.demo.storage import generate_ebs, generate_inventory
+from athanor.recommend.lifecycle import read_ebs, read_inventories, recommend_lifecycle
+from athanor.recommend.lifecycle.rules import harms_protected, validate_lifecycle, versions_rule
 
 AS_OF = date(2026, 12, 1)
 BUCKET = "athanor-demo-checkpoints"
@@ -76,7 +76,7 @@ def test_configuration_is_valid_merged_and_never_touches_protected(demo) -> None
         "NoncurrentDays": 30
     }
     # Evaluate every rule against every protected object (latest 3 per run, best/, released/).
-    from athanor.storage.checkpoints import index_checkpoints
+    from athanor.ingest.checkpoints import index_checkpoints
 
     idx = index_checkpoints(inventory, AS_OF, keep_last=3).objects
     protected = idx[idx["protected"]]

@@ -9,8 +9,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from athanor.storage.apply import apply_lifecycle, get_lifecycle, restore_lifecycle
-from athanor.storage.rules import (
+from athanor.recommend.lifecycle.apply import apply_lifecycle, get_lifecycle, restore_lifecycle
+from athanor.recommend.lifecycle.rules import (
     LifecycleConflictError,
     ObjectState,
     checkpoint_expiry_rule,

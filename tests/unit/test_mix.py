@@ -1,4 +1,4 @@
-"""Commitment sizing, savings plans and the purchase mix (athanor.mix)."""
+"""Commitment sizing, savings plans and the purchase mix (athanor.recommend.mix)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from athanor import mix
-from athanor.mix import (
+from athanor.recommend import mix
+from athanor.recommend.mix import (
     CommitmentOffer,
     MixPrices,
     apply_savings_plan,

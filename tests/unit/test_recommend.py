@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from athanor.recommend import commitments_held, mix_words
+from athanor.recommend.nightly import commitments_held, mix_words
 
 
 def _reserved_hour(con, hour: int, instance_type: str, end: str | None) -> None:

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from moto import mock_aws
 
-from athanor.report import build_report, load_report_data, publish_report
-from athanor.report.exports import neutralise, publish_to_bucket
-from athanor.report.render import money, render_html
+from athanor.publish import build_report, load_report_data, publish_report
+from athanor.publish.artifacts import neutralise, publish_to_bucket
+from athanor.publish.render import money, render_html
 from athanor.warehouse import connect
 
 AS_OF = date(2026, 11, 30)  # period [2026-11-01, 2026-12-01), previous [2026-10-02, 2026-11-01)
@@ -325,8 +325,8 @@ def test_money_format(value: float | None, text: str) -> None:
 
 
 def test_fitted_log_density_integrates_to_one() -> None:
-    from athanor.report.data import DurationGroup
-    from athanor.report.render import fitted_log_density
+    from athanor.publish.data import DurationGroup
+    from athanor.publish.render import fitted_log_density
 
     grid = np.linspace(-8, 8, 4001)  # log10(hours), far past both tails
     for family, params in [
@@ -420,7 +420,7 @@ def test_a_failed_build_leaves_the_previous_report(
     def broken(*_args: object) -> list[Path]:
         raise OSError("disk full")
 
-    monkeypatch.setattr("athanor.report.write_csvs", broken)
+    monkeypatch.setattr("athanor.publish.write_csvs", broken)
     with pytest.raises(OSError, match="disk full"):
         build_report(warehouse, AS_OF, out, "run-1")
     assert _tree(out / "latest") == before

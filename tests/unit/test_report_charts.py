@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from athanor.report import charts
+from athanor.publish import charts
 
 SVG = "{http://www.w3.org/2000/svg}"
 

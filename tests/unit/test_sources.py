@@ -11,8 +11,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from athanor import sources
-from athanor.ingest import IngestError, ingest_billing
+from athanor.ingest.billing import IngestError, ingest_billing, sources
 from athanor.warehouse import connect
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "billing"

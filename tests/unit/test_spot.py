@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from athanor import spot
+from athanor.recommend import spot
 
 
 def _shared_data() -> Path:

@@ -178,7 +178,7 @@ def _sql_rule(name: str, column: str | None, severity: str, description: str, un
 def _reconcile_rule(source_format: str | None) -> Rule:
     # A format may count loaded rows or total its cost its own way (GCP explodes credits into
     # rows; Azure totals BilledCost or EffectiveCost): those expressions come from the format.
-    from athanor import sources
+    from athanor.ingest import sources
 
     fmt = next((f for f in sources.formats() if f.name == source_format), None)
     rows_expr = getattr(fmt, "loaded_rows", "count(*)")
@@ -379,7 +379,7 @@ def _raw_enum(column: str, values: tuple[str, ...], rule: str) -> Rule:
 
 def raw_rules(format_name: str) -> tuple[Rule, ...]:
     """A source file before mapping (a table or view of its raw rows): required columns, types, enumerations."""
-    from athanor import sources
+    from athanor.ingest import sources
 
     fmt = next(f for f in sources.formats() if f.name == format_name)
     rules: list[Rule] = [

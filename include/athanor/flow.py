@@ -1,0 +1,362 @@
+"""The nightly flow: its stages, in order, declared once, and one function per stage.
+
+Data flows one way: land -> load (billing, jobs, storage; see `athanor.ingest.deliveries`) ->
+validate -> fit durations -> recommend (mix, lifecycle) -> publish. Each stage reads what it
+needs from the warehouse and writes its own tables, replacing its own rows for the run.
+The DAGs and `athanor run` both build themselves from `STAGES`; a stage function takes the
+run and the summaries of the stages named in its `inputs`, and returns a small JSON-able
+summary. The task context is read as a plain mapping, so this module imports nothing from
+Airflow.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from athanor.errors import DataRejected
+from athanor.ingest.deliveries import ingest_deliveries
+from athanor.settings import Settings
+from athanor.warehouse import connect, publish_snapshot, sql, transaction
+
+
+@dataclass(frozen=True)
+class RunContext:
+    run_id: str
+    as_of: date | None  # None: "the latest day in the warehouse"
+    params: dict[str, Any]
+    settings: Settings
+    # Builds a boto3 S3 client for bucket sources (from an Airflow connection in a task).
+    s3_client: Callable[[], Any] | None = None
+
+    def connect(self) -> duckdb.DuckDBPyConnection:
+        s = self.settings
+        return connect(s.warehouse, memory_limit=s.duckdb_memory_limit, threads=s.duckdb_threads)
+
+
+# ---------------------------------------------------------------------------- stages
+
+
+def land(run: RunContext) -> dict:
+    """List the deliveries at the landing source; mirror a bucket's into the local cache."""
+    from athanor.land import landing
+
+    source = str(run.params.get("source") or run.settings.landing)
+    client = run.s3_client() if landing.is_s3(source) and run.s3_client else None
+    ready, waiting = [], []
+    for d in landing.list_deliveries(source, client):
+        if not d.ready:
+            waiting.append(f"{d.uri}: waiting for parts {', '.join(d.missing)}")
+        elif run.params.get("dry_run"):
+            ready.append({"uri": d.uri, "files": [o.key for o in d.objects]})
+        else:
+            files = landing.fetch(d, run.settings.home / ".cache" / "landing", client)
+            ready.append({"uri": d.uri, "files": [str(f) for f in files]})
+    return {"source": source, "deliveries": ready, "waiting": waiting}
+
+
+def load(run: RunContext, landed: dict) -> dict:
+    """Load every new delivery; quarantine the bad ones and fail naming each of them."""
+    if run.params.get("dry_run"):
+        return {"dry_run": True, "deliveries": landed["deliveries"], "waiting": landed["waiting"]}
+    deliveries = [(d["uri"], [Path(f) for f in d["files"]], False) for d in landed["deliveries"]]
+    outcome = ingest_deliveries(
+        deliveries, run.settings.warehouse, settings=run.settings, as_of=run.as_of, run_id=run.run_id
+    )
+    from athanor.quality import quarantine
+
+    quarantined = [
+        str(quarantine(files, reason, run.settings.quarantine, run.run_id))
+        for files, reason in zip(outcome.failed, outcome.errors, strict=True)
+    ]
+    summary = {
+        "loaded": outcome.lines,
+        "waiting": landed["waiting"],
+        "errors": outcome.errors,
+        "quarantined": quarantined,
+    }
+    _record_stage(run, "load", "failed" if outcome.errors else "success", summary)
+    if outcome.errors:
+        raise DataRejected(
+            f"{len(outcome.errors)} deliver{'ies' if len(outcome.errors) != 1 else 'y'} rejected "
+            f"(moved to quarantine): " + " | ".join(outcome.errors)
+        )
+    return summary
+
+
+def validate(run: RunContext, loaded: dict) -> dict:
+    """The run's data-quality verdict: every load was gated on its way in; sum up what was found."""
+    con = run.connect()
+    try:
+        unreconciled = con.execute("select count(*) from reconciliations where not reconciled").fetchone()[0]
+        rules = con.execute(
+            """select severity, count(*) filter (where not success), count(*)
+               from dq_results where run_id = ? group by all order by 1""",
+            [run.run_id],
+        ).fetchall()
+    finally:
+        con.close()
+    if unreconciled:
+        # Loads reconcile inside their transaction; a row here means the ledger was edited by hand.
+        raise DataRejected(
+            f"{unreconciled} loaded file(s) do not reconcile to the cent (see reconciliations)"
+        )
+    return {
+        "rules_checked": sum(total for _, _, total in rules),
+        "warnings": sum(failed for severity, failed, _ in rules if severity == "warn"),
+        "loaded": len(loaded.get("loaded", [])),
+    }
+
+
+def _latest_day(con: duckdb.DuckDBPyConnection) -> date:
+    latest = con.execute("select max(charge_period_start) from billing_facts").fetchone()[0]
+    return latest.date() if latest else datetime.now(UTC).date()
+
+
+def _as_of(run: RunContext, con: duckdb.DuckDBPyConnection) -> date:
+    return run.as_of or _latest_day(con)
+
+
+def _drift_reason(row: dict[str, Any]) -> str | None:
+    if not row["flagged"]:
+        return None
+    if row["family_changed"]:
+        return f"family changed: {row['previous_family']} -> {row['current_family']}"
+    return f"p90 moved {row['p90_rel_shift']:+.0%}"
+
+
+def fit_durations(run: RunContext) -> dict:
+    """Fit duration distributions overall and per group, store them with history, flag drift."""
+    from athanor.model import durations
+
+    group_by = [c.strip() for c in str(run.params.get("group_by") or "team").split(",") if c.strip()]
+    con = run.connect()
+    try:
+        as_of = _as_of(run, con)
+        frame = con.execute(sql("marts/job_durations")).df()
+        if frame.empty:
+            return {"groups": 0}
+        fits = [(["all"], f) for f in durations.fit_groups(frame, [])]
+        fits += [(group_by, f) for f in durations.fit_groups(frame, group_by)]
+        records = [(",".join(level), f.to_record()) for level, f in fits]
+        previous_run = con.execute(
+            "select run_id from duration_fits where run_id <> ? order by as_of desc, run_id desc limit 1",
+            [run.run_id],
+        ).fetchone()
+        previous = []
+        if previous_run:
+            previous = [
+                json.loads(r)
+                for (r,) in con.execute(
+                    "select record from duration_fits where run_id = ?", [previous_run[0]]
+                ).fetchall()
+            ]
+        drift = {
+            row["group"]: _drift_reason(row)
+            for row in durations.compare_fits(previous, [r for _, r in records])
+        }
+        with transaction(con):
+            con.execute("delete from duration_fits where run_id = ?", [run.run_id])
+            for level, r in records:
+                con.execute(
+                    "insert into duration_fits values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        run.run_id,
+                        as_of,
+                        level,
+                        r["group"],
+                        r["n"],
+                        r["censored"],
+                        r["family"],
+                        json.dumps(r["params"]),
+                        r.get("aic"),
+                        r.get("bic"),
+                        r.get("ks"),
+                        r.get("ks_pvalue"),
+                        r.get("p50_s"),
+                        r.get("p90_s"),
+                        r.get("p99_s"),
+                        r.get("share_jobs_under_48h"),
+                        r.get("share_gpu_hours_under_48h"),
+                        drift.get(r["group"]),
+                        json.dumps(r, default=str),
+                    ],
+                )
+        explained = {
+            currency: round(float(share or 0.0), 4)
+            for currency, _, _, share in con.execute(sql("marts/spend_explained")).fetchall()
+        }
+    finally:
+        con.close()
+    return {
+        "groups": len(records),
+        "drift": {g: reason for g, reason in drift.items() if reason},
+        "gpu_spend_explained_by_job_runs": explained,
+    }
+
+
+def recommend_mix(run: RunContext) -> dict:
+    """Commitments per pool, savings plan, spot share and their walk-forward backtest."""
+    from athanor.recommend import nightly as recommend
+
+    con = run.connect()
+    try:
+        as_of = _as_of(run, con)
+        result = recommend.recommend_purchases(con, run.run_id, as_of)
+    finally:
+        con.close()
+    return result
+
+
+def recommend_lifecycle(run: RunContext) -> dict:
+    """Checkpoint-storage policies per bucket, priced over 12 months."""
+    from athanor.recommend import nightly as recommend
+
+    con = run.connect()
+    try:
+        as_of = _as_of(run, con)
+        apply = bool(run.params.get("apply_lifecycle"))
+        result = recommend.recommend_storage(
+            con,
+            run.run_id,
+            as_of,
+            apply=apply,
+            artifacts_dir=run.settings.artifacts / _safe(run.run_id),
+            s3_client=run.s3_client() if apply and run.s3_client else None,
+        )
+    finally:
+        con.close()
+    return result
+
+
+def publish(run: RunContext) -> dict:
+    """Render the report and publish the analysts' snapshot."""
+    from athanor.publish import build_report
+
+    con = run.connect()
+    try:
+        as_of = _as_of(run, con)
+        paths = build_report(con, as_of, run.settings.reports, run.run_id)
+        snapshot = publish_snapshot(con, run.settings.warehouse, run.settings.snapshot)
+    finally:
+        con.close()
+    published = {"report": str(paths.html), "snapshot": str(snapshot), "as_of": as_of.isoformat()}
+    if run.settings.report_bucket:
+        from athanor.publish import publish_report
+
+        if run.s3_client is None:
+            raise ValueError(f"ATHANOR_REPORT_BUCKET={run.settings.report_bucket} needs a bucket connection")
+        keys = publish_report(run.s3_client(), paths, run.settings.report_bucket)
+        published["bucket_objects"] = len(keys)
+    return published
+
+
+def _safe(name: str) -> str:
+    """A run id as a folder name (Airflow's contain ':' and '+')."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def _record_stage(run: RunContext, stage: str, status: str, summary: dict) -> None:
+    con = run.connect()
+    try:
+        now = datetime.now(UTC).replace(tzinfo=None)
+        con.execute(
+            "insert or replace into pipeline_runs values (?, ?, ?, ?, ?, ?, ?)",
+            [run.run_id, stage, run.as_of, now, now, status, json.dumps(summary, default=str)],
+        )
+    finally:
+        con.close()
+
+
+# ------------------------------------------------------------------------ the flow
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    dag_id: str
+    function: Callable[..., dict]
+    after: tuple[str, ...] = ()  # stages that must finish first (same DAG)
+    inputs: tuple[str, ...] = ()  # of those, the ones whose summary the function takes
+    writes_warehouse: bool = True  # takes the single writer slot
+    emits: str | None = None  # the asset this stage updates, by name
+
+
+# The one place the order is written: the DAGs, `athanor run` and the tests read it.
+STAGES: tuple[Stage, ...] = (
+    Stage("land", "athanor_ingest", land, writes_warehouse=False),
+    Stage("load", "athanor_ingest", load, after=("land",), inputs=("land",)),
+    Stage(
+        "validate",
+        "athanor_ingest",
+        validate,
+        after=("load",),
+        inputs=("load",),
+        emits="athanor_warehouse",
+    ),
+    Stage("fit_durations", "athanor_optimize", fit_durations),
+    Stage("recommend_mix", "athanor_optimize", recommend_mix, after=("fit_durations",)),
+    Stage("recommend_lifecycle", "athanor_optimize", recommend_lifecycle),
+    Stage(
+        "publish",
+        "athanor_optimize",
+        publish,
+        after=("recommend_mix", "recommend_lifecycle"),
+        emits="athanor_report",
+    ),
+)
+STAGE: dict[str, Stage] = {stage.name: stage for stage in STAGES}
+
+
+def stages_of(dag_id: str) -> list[Stage]:
+    """The stages one DAG runs, in flow order."""
+    return [stage for stage in STAGES if stage.dag_id == dag_id]
+
+
+def _params(context: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(context.get("params") or {})
+
+
+def as_of_from(context: Mapping[str, Any]) -> date | None:
+    """The one place that decides which day a run works on.
+
+    An explicit `as_of` param wins (manual runs, backfills from the form); then the
+    run's logical date (scheduled runs); asset-triggered runs have no logical date and
+    return None, which the stages read as "the latest day in the warehouse".
+    """
+    explicit = _params(context).get("as_of")
+    if explicit:
+        return date.fromisoformat(str(explicit)[:10])
+    logical = context.get("logical_date")
+    if logical is not None:
+        return logical.date() if isinstance(logical, datetime) else date.fromisoformat(str(logical)[:10])
+    return None
+
+
+def run_id_from(context: Mapping[str, Any]) -> str:
+    return str(context.get("run_id") or f"manual__{datetime.now(UTC):%Y%m%dT%H%M%S}")
+
+
+def run_stage(
+    name: str,
+    context: Mapping[str, Any],
+    *inputs: Any,
+    settings: Settings | None = None,
+    s3_client: Callable[[], Any] | None = None,
+) -> dict:
+    """Run stage `name` for the run described by `context`; returns a small JSON-able summary."""
+    settings = settings or Settings.from_env()
+    run = RunContext(
+        run_id=run_id_from(context),
+        as_of=as_of_from(context),
+        params=_params(context),
+        settings=settings,
+        s3_client=s3_client,
+    )
+    return STAGE[name].function(run, *inputs)

@@ -1,0 +1,54 @@
+"""FOCUS 1.0, 1.1 and 1.2 exports from any provider (CSV, CSV.gz, Parquet)."""
+
+from __future__ import annotations
+
+import csv
+
+from athanor.ingest.sources import BillingFormat
+from athanor.reference import DATA_DIR
+
+
+def _focus_columns() -> tuple[str, ...]:
+    with (DATA_DIR / "focus-1.2-columns.csv").open() as f:
+        return tuple(row["ColumnId"] for row in csv.DictReader(f))
+
+
+_REQUIRED = (
+    "BilledCost",
+    "EffectiveCost",
+    "BillingAccountId",
+    "BillingCurrency",
+    "BillingPeriodStart",
+    "BillingPeriodEnd",
+    "ChargeCategory",
+    "ChargePeriodStart",
+    "ChargePeriodEnd",
+)
+
+FORMAT = BillingFormat(
+    name="focus",
+    description="FOCUS 1.0-1.2",
+    signature=frozenset({"BilledCost", "ChargePeriodStart", "BillingAccountId"}),
+    required=_REQUIRED,
+    # Provider extensions the staging query reads (instance type, usage, commitment end).
+    known=_focus_columns() + ("x_UsageType", "x_InstanceType", "x_Operation", "x_CommitmentDiscountEnd"),
+    money=(
+        "BilledCost",
+        "EffectiveCost",
+        "ListCost",
+        "ContractedCost",
+        "ListUnitPrice",
+        "ContractedUnitPrice",
+        "PricingQuantity",
+        "ConsumedQuantity",
+        "CommitmentDiscountQuantity",
+    ),
+    timestamps=("BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd"),
+    not_null=("BillingAccountId", "BillingCurrency", "ChargeCategory", "BilledCost", "EffectiveCost")
+    + ("BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd"),
+    currency_column="BillingCurrency",
+    file_total="cast(BilledCost as decimal(38, 12))",
+    maps=("Tags",),
+    typed_source=True,
+    periods=(("ChargePeriodStart", "ChargePeriodEnd"), ("BillingPeriodStart", "BillingPeriodEnd")),
+)

@@ -1,0 +1,281 @@
+"""Machine-readable copies of the report: recommendations JSON, CSV tables, S3 lifecycle JSON, bucket upload."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+from collections.abc import Iterable, Sequence
+from datetime import date, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from athanor.publish.data import ReportData
+
+SCHEMA_VERSION = "1.0"  # of recommendations.json and lifecycle.json; see docs/recommendations-schema.md
+
+# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection).
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+RECOMMENDATION_FIELDS = (
+    "kind",
+    "scope",
+    "action",
+    "recommended_quantity",
+    "hourly_commitment",
+    "term_months",
+    "upfront_cost",
+    "recurring_monthly_cost",
+    "estimated_monthly_cost",
+    "current_monthly_cost",
+    "estimated_monthly_savings_amount",
+    "estimated_savings_percentage",
+    "average_utilization",
+    "coverage",
+    "break_even_months",
+    "risk",
+    "assumptions",
+    "detail",
+    "run_id",
+    "as_of",
+)
+
+CONTENT_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".json": "application/json",
+    ".csv": "text/csv; charset=utf-8",
+    ".png": "image/png",
+    ".svg": "image/svg+xml",
+}
+
+
+def _plain(value: Any) -> Any:
+    """JSON-safe: dates as ISO text, Decimals as floats, NaN/inf as null."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Decimal):
+        return _plain(float(value))
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def recommendations_document(data: ReportData) -> dict[str, Any]:
+    """The content of recommendations.json (no wall-clock time: a re-run gives the same bytes)."""
+    recs = [{name: getattr(r, name) for name in RECOMMENDATION_FIELDS} for r in data.recommendations]
+    return _plain(
+        {
+            "schema_version": SCHEMA_VERSION,
+            "as_of": data.as_of,
+            "run_id": data.run_id,
+            "currency": "USD",
+            "period": {"start": data.windows.period_start, "end": data.windows.period_end},
+            "summary": {
+                "spend_usd": round(data.spend.cost_usd, 2),
+                "previous_spend_usd": round(data.spend.previous_cost_usd, 2),
+                "change_pct": None if data.spend.change_pct is None else round(data.spend.change_pct, 2),
+                "top_actions": [
+                    {
+                        "kind": r.kind,
+                        "scope": r.scope,
+                        "estimated_monthly_savings_amount": r.estimated_monthly_savings_amount,
+                    }
+                    for r in data.top_actions
+                ],
+            },
+            "recommendations": recs,
+        }
+    )
+
+
+def write_json(path: Path, document: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+def neutralise(value: Any) -> Any:
+    """A text cell a spreadsheet would run as a formula gets a leading apostrophe.
+
+    Only text is touched: a number such as -12.5 stays a number.
+    """
+    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
+        return "'" + value
+    return value
+
+
+def _cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, dict | list):
+        return neutralise(json.dumps(_plain(value), sort_keys=True))
+    if isinstance(value, float) and not math.isfinite(value):
+        return ""
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    return neutralise(value)
+
+
+def write_csv(path: Path, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f, lineterminator="\n")
+        writer.writerow([neutralise(c) for c in columns])
+        writer.writerows([_cell(v) for v in row] for row in rows)
+    return path
+
+
+def _records(path: Path, items: Sequence[Any], columns: Sequence[str]) -> Path:
+    return write_csv(path, columns, ([getattr(i, c) for c in columns] for i in items))
+
+
+def write_csvs(data: ReportData, out_dir: Path) -> list[Path]:
+    """One CSV per table of the report."""
+    return [
+        _records(out_dir / "recommendations.csv", data.recommendations, RECOMMENDATION_FIELDS),
+        _records(out_dir / "spend_weekly.csv", data.weekly_spend, ("week", "dimension", "label", "cost_usd")),
+        _records(
+            out_dir / "commitments.csv",
+            data.commitments,
+            ("commitment_discount_id", "name", "category", "type", "used_usd", "unused_usd", "utilisation"),
+        ),
+        _records(
+            out_dir / "backtest.csv",
+            data.backtest,
+            (
+                "scenario",
+                "policy",
+                "months",
+                "first_month",
+                "last_month",
+                "cost_usd",
+                "on_demand_cost_usd",
+                "savings_pct",
+                "mean_regret_pct",
+            ),
+        ),
+        _records(
+            out_dir / "duration_fits.csv",
+            data.durations,
+            (
+                "group_by",
+                "group_key",
+                "n",
+                "censored",
+                "family",
+                "params",
+                "aic",
+                "ks",
+                "ks_pvalue",
+                "p50_s",
+                "p90_s",
+                "p99_s",
+                "share_jobs_under_48h",
+                "share_gpu_hours_under_48h",
+                "drift_flag",
+            ),
+        ),
+        _records(
+            out_dir / "storage_by_class_age.csv",
+            data.storage,
+            ("storage_class", "age_band", "objects", "size_bytes"),
+        ),
+        _records(
+            out_dir / "storage_prefixes.csv",
+            data.prefixes,
+            ("bucket", "prefix", "objects", "size_bytes", "noncurrent_bytes", "oldest_days"),
+        ),
+        _records(
+            out_dir / "data_quality.csv",
+            data.dq or [],
+            ("rule", "severity", "success", "unexpected_count", "examples", "where", "checked_at"),
+        ),
+    ]
+
+
+def lifecycle_by_bucket(data: ReportData) -> dict[str, dict[str, Any]]:
+    """Lifecycle rules merged per bucket: a bucket holds one configuration, PutBucketLifecycleConfiguration
+    replaces it whole, so the rules of every prefix of a bucket must travel together."""
+    buckets: dict[str, dict[str, Any]] = {}
+    for r in data.lifecycle:
+        config = r.lifecycle_configuration
+        if not config:
+            continue
+        bucket = str((r.detail or {}).get("bucket") or r.scope.split("/", 1)[0])
+        buckets.setdefault(bucket, {"Rules": []})["Rules"].extend(config.get("Rules", []))
+    return dict(sorted(buckets.items()))
+
+
+def _file_name(bucket: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", bucket) or "_"
+
+
+def write_lifecycle(data: ReportData, out_dir: Path) -> list[Path]:
+    """lifecycle.json (every bucket) and lifecycle/<bucket>.json (boto3's LifecycleConfiguration as is)."""
+    buckets = lifecycle_by_bucket(data)
+    paths = [
+        write_json(
+            out_dir / "lifecycle.json",
+            _plain(
+                {
+                    "schema_version": SCHEMA_VERSION,
+                    "as_of": data.as_of,
+                    "run_id": data.run_id,
+                    "buckets": buckets,
+                }
+            ),
+        )
+    ]
+    for bucket, config in buckets.items():
+        paths.append(write_json(out_dir / "lifecycle" / f"{_file_name(bucket)}.json", _plain(config)))
+    return paths
+
+
+def parse_s3_url(url: str) -> tuple[str, str]:
+    """'s3://bucket/some/prefix/' -> ('bucket', 'some/prefix')."""
+    parsed = urlparse(url)
+    if parsed.scheme != "s3" or not parsed.netloc:
+        raise ValueError(f"not an s3://bucket/prefix URL: {url!r}")
+    return parsed.netloc, parsed.path.strip("/")
+
+
+def publish_to_bucket(s3_client: Any, report_dir: Path, url: str, *, delete_stale: bool = False) -> list[str]:
+    """Upload every file of `report_dir` under s3://bucket/prefix/, keeping relative paths.
+
+    report.html goes last so that whoever opens it finds its companions already there.
+    With `delete_stale`, keys under the prefix that the report no longer has are removed
+    afterwards (for a `latest/` prefix).
+    """
+    bucket, prefix = parse_s3_url(url)
+    files = sorted(
+        (p for p in report_dir.rglob("*") if p.is_file()), key=lambda p: (p.name == "report.html", str(p))
+    )
+    keys = []
+    for path in files:
+        relative = path.relative_to(report_dir).as_posix()
+        key = f"{prefix}/{relative}" if prefix else relative
+        content_type = CONTENT_TYPES.get(path.suffix.lower(), "application/octet-stream")
+        s3_client.upload_file(str(path), bucket, key, ExtraArgs={"ContentType": content_type})
+        keys.append(key)
+    if delete_stale:
+        wanted = set(keys)
+        paginator = s3_client.get_paginator("list_objects_v2")
+        stale = [
+            obj["Key"]
+            for page in paginator.paginate(Bucket=bucket, Prefix=f"{prefix}/" if prefix else "")
+            for obj in page.get("Contents", [])
+            if obj["Key"] not in wanted
+        ]
+        for start in range(0, len(stale), 1000):  # DeleteObjects takes at most 1,000 keys
+            s3_client.delete_objects(
+                Bucket=bucket,
+                Delete={"Objects": [{"Key": k} for k in stale[start : start + 1000]], "Quiet": True},
+            )
+    return keys

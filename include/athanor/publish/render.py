@@ -1,0 +1,325 @@
+"""The report page: ReportData -> one self-contained HTML file (inline CSS, SVG and JS)."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Any
+
+import numpy as np
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
+
+from athanor.publish import charts
+from athanor.publish.data import (
+    AGE_BANDS,
+    MAX_DURATION_GROUPS,
+    SPEND_DIMENSIONS,
+    WEEKS,
+    DurationGroup,
+    ReportData,
+)
+
+TOP_LABELS = 7  # series per spend chart; the rest are summed into "Other"
+HOURS_48_LOG10 = math.log10(48.0)
+# Duration histograms share one axis: log10(hours) from 36 s to 1,000 h, quarter-decade bins.
+LOG_H_LO, LOG_H_HI, LOG_H_STEP = -2.0, 3.0, 0.25
+DURATION_TICKS = (
+    (math.log10(1 / 60), "1 min"),
+    (math.log10(10 / 60), "10 min"),
+    (0.0, "1 h"),
+    (math.log10(6), "6 h"),
+    (math.log10(24), "1 d"),
+    (math.log10(24 * 7), "1 wk"),
+    (math.log10(24 * 30), "30 d"),
+)
+DIMENSION_TITLES = {
+    "pricing_category": "pricing category",
+    "team": "team (tag)",
+    "instance_family": "instance family",
+    "service": "service",
+}
+PRICING_LABELS = {"Standard": "Standard (on-demand)", "Dynamic": "Dynamic (spot)", "Committed": "Committed"}
+
+
+# ---------------------------------------------------------------- formatting
+
+
+def money(value: float | None, cents: bool = False) -> str:
+    """$12,345 (or -$1,234); an em dash when unknown."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    text = f"${abs(value):,.2f}" if cents else f"${abs(value):,.0f}"
+    return f"-{text}" if round(value, 2 if cents else 0) < 0 else text
+
+
+def percent(value: float | None, digits: int = 1) -> str:
+    """A value already in percent: 12.3 %."""
+    if value is None or not math.isfinite(value):
+        return "—"
+    return f"{value:.{digits}f} %"
+
+
+def fraction(value: float | None, digits: int = 1) -> str:
+    """A fraction shown as a percentage: 0.123 -> 12.3 %."""
+    return "—" if value is None else percent(100.0 * value, digits)
+
+
+def signed_percent(value: float | None) -> str:
+    if value is None or not math.isfinite(value):
+        return "—"
+    return f"{value:+.1f} %"
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None or not math.isfinite(seconds):
+        return "—"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 72 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} d"
+
+
+def gigabytes(size_bytes: float | None) -> str:
+    if size_bytes is None:
+        return "—"
+    gb = size_bytes / 1e9
+    return f"{gb:,.1f} GB" if gb < 10_000 else f"{gb / 1000:,.1f} TB"
+
+
+def number(value: float | None, digits: int = 0) -> str:
+    return "—" if value is None else f"{value:,.{digits}f}"
+
+
+def sort_key(value: Any) -> str:
+    """data-sort attribute of a numeric cell (missing values sort first)."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-Infinity"
+    return repr(float(value))
+
+
+# ---------------------------------------------------------------- charts
+
+
+@dataclass(frozen=True)
+class Chart:
+    id: str
+    svg: Markup
+
+
+def _weeks(data: ReportData) -> list[date]:
+    weeks, week = [], data.windows.weeks_start
+    while week <= data.as_of:
+        weeks.append(week)
+        week += timedelta(weeks=1)
+    return weeks
+
+
+def spend_charts(data: ReportData) -> list[Chart]:
+    """One stacked weekly chart per spend dimension (top labels, the rest as Other)."""
+    if not data.weekly_spend:
+        return []
+    weeks = _weeks(data)
+    index = {w: i for i, w in enumerate(weeks)}
+    out = []
+    for dimension in SPEND_DIMENSIONS:
+        by_label: dict[str, list[float]] = defaultdict(lambda: [0.0] * len(weeks))
+        for row in data.weekly_spend:
+            if row.dimension == dimension and row.week in index:
+                by_label[row.label][index[row.week]] += row.cost_usd
+        ranked = sorted(by_label, key=lambda k: (-sum(by_label[k]), k))
+        series: dict[str, list[float]] = {}
+        for label in ranked[:TOP_LABELS]:
+            name = PRICING_LABELS.get(label, label) if dimension == "pricing_category" else label
+            series[name] = by_label[label]
+        if len(ranked) > TOP_LABELS:
+            series["Other"] = [sum(by_label[k][i] for k in ranked[TOP_LABELS:]) for i in range(len(weeks))]
+        out.append(
+            Chart(
+                f"chart-spend-{dimension}",
+                charts.stacked_bars(
+                    f"chart-spend-{dimension}",
+                    [w.strftime("%b %d") for w in weeks],
+                    series,
+                    title=f"Weekly spend by {DIMENSION_TITLES[dimension]}",
+                    y_format=money,
+                ),
+            )
+        )
+    return out
+
+
+def commitment_chart(data: ReportData) -> Chart | None:
+    if not any(w.utilisation is not None or w.coverage is not None for w in data.commitment_weeks):
+        return None
+    weeks = [w.week.strftime("%b %d") for w in data.commitment_weeks]
+
+    def pct(v: float | None) -> float | None:
+        return None if v is None else 100.0 * v
+
+    return Chart(
+        "chart-commitments",
+        charts.line_chart(
+            "chart-commitments",
+            weeks,
+            {
+                "utilisation": [pct(w.utilisation) for w in data.commitment_weeks],
+                "coverage": [pct(w.coverage) for w in data.commitment_weeks],
+            },
+            title="Commitment utilisation and coverage per week",
+            y_format=lambda v: f"{v:.0f} %",
+            y_max=100.0,
+        ),
+    )
+
+
+def backtest_chart(data: ReportData) -> Chart | None:
+    if not data.backtest:
+        return None
+    totals: dict[str, float] = defaultdict(float)
+    for row in data.backtest:
+        totals[row.policy] += row.cost_usd
+    policies = sorted(totals, key=lambda p: (p != "on_demand", p))
+    return Chart(
+        "chart-backtest",
+        charts.stacked_bars(
+            "chart-backtest",
+            policies,
+            {"total cost over the scored months": [totals[p] for p in policies]},
+            title="Backtest: total cost by policy, all scenarios",
+            y_format=money,
+        ),
+    )
+
+
+def fitted_log_density(group: DurationGroup, log10_h: np.ndarray) -> np.ndarray | None:
+    """The fitted density over log10(hours): f(x)·x·ln 10 with x in seconds; None if unknown."""
+    from athanor.model.durations import model_pdf
+
+    x_s = 3600.0 * np.power(10.0, log10_h)
+    try:
+        pdf = np.asarray(model_pdf(group.family, group.params, x_s), dtype=float)
+    except (KeyError, ValueError, TypeError):
+        return None
+    return pdf * x_s * math.log(10)
+
+
+def duration_chart(index: int, group: DurationGroup) -> Chart:
+    edges = np.arange(LOG_H_LO, LOG_H_HI + LOG_H_STEP / 2, LOG_H_STEP)
+    stacks: dict[str, list[float]] = {}
+    if group.durations_s:
+        hours = np.maximum(np.asarray(group.durations_s, dtype=float), 1.0) / 3600.0
+        # Durations outside the axis are counted in its end bins rather than dropped.
+        u = np.clip(np.log10(hours), LOG_H_LO, LOG_H_HI - 1e-9)
+        censored = np.asarray(group.censored_flags, dtype=bool)
+        scale = 1.0 / (u.size * LOG_H_STEP)  # density per log10(hour), comparable with the curve
+        stacks["completed"] = list(np.histogram(u[~censored], bins=edges)[0] * scale)
+        stacks["censored"] = list(np.histogram(u[censored], bins=edges)[0] * scale)
+    grid = np.linspace(LOG_H_LO, LOG_H_HI, 201)
+    density = fitted_log_density(group, grid)
+    chart_id = f"chart-durations-{index}"
+    return Chart(
+        chart_id,
+        charts.histogram(
+            chart_id,
+            list(edges),
+            stacks,
+            title=f"{group.group_key}: {group.n:,} jobs, fitted {group.family}",
+            curve=None if density is None else (list(grid), list(density)),
+            curve_label=f"fitted {group.family}",
+            x_ticks=DURATION_TICKS,
+            markers=((HOURS_48_LOG10, "48 h"),),
+            y_format=lambda v: f"{v:.2f}",
+            frame=charts.Frame(width=560, height=260),
+        ),
+    )
+
+
+def storage_chart(data: ReportData) -> Chart | None:
+    if not data.storage:
+        return None
+    bands = [b for b in AGE_BANDS if any(c.age_band == b for c in data.storage)]
+    classes = sorted({c.storage_class for c in data.storage})
+    series = {k: [0.0] * len(bands) for k in classes}
+    for cell in data.storage:
+        series[cell.storage_class][bands.index(cell.age_band)] += cell.size_bytes / 1e9
+    return Chart(
+        "chart-storage",
+        charts.stacked_bars(
+            "chart-storage",
+            bands,
+            series,
+            title="Checkpoint storage by age and storage class (GB)",
+            y_format=lambda v: f"{v:,.0f} GB",
+        ),
+    )
+
+
+# ---------------------------------------------------------------- page
+
+
+def _environment() -> Environment:
+    env = Environment(
+        loader=PackageLoader("athanor.publish", "templates"),
+        autoescape=True,  # every value from the warehouse is escaped; charts arrive as Markup
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(
+        money=money,
+        percent=percent,
+        fraction=fraction,
+        signed_percent=signed_percent,
+        duration=duration,
+        gigabytes=gigabytes,
+        number=number,
+        sort_key=sort_key,
+    )
+    return env
+
+
+def dq_status(data: ReportData) -> str:
+    """'pass', 'warn' (only non-error rules failed), 'fail', or 'none' (no results yet)."""
+    if not data.dq:
+        return "none"
+    failed = data.dq_failed
+    if not failed:
+        return "pass"
+    if all((r.severity or "error").lower() in ("warning", "warn", "info") for r in failed):
+        return "warn"
+    return "fail"
+
+
+def render_html(data: ReportData) -> str:
+    """The whole report page as one HTML string."""
+    durations = [duration_chart(i, g) for i, g in enumerate(data.durations[:MAX_DURATION_GROUPS])]
+    backtest_policies = sorted({r.policy for r in data.backtest}, key=lambda p: (p != "on_demand", p))
+    backtest_table: dict[str, dict[str, Any]] = defaultdict(dict)
+    for row in data.backtest:
+        backtest_table[row.scenario][row.policy] = row
+    dq_rows = sorted(data.dq or [], key=lambda r: (r.success, (r.severity or ""), r.rule))
+    return (
+        _environment()
+        .get_template("report.html.j2")
+        .render(
+            data=data,
+            weeks=WEEKS,
+            spend_charts=spend_charts(data),
+            commitment_chart=commitment_chart(data),
+            backtest_chart=backtest_chart(data),
+            backtest_policies=backtest_policies,
+            backtest_table=dict(backtest_table),
+            duration_charts=durations,
+            storage_chart=storage_chart(data),
+            dq_status=dq_status(data),
+            dq_rows=dq_rows,
+            lifecycle_savings=sum(r.estimated_monthly_savings_amount or 0 for r in data.lifecycle),
+        )
+    )
