@@ -1,13 +1,15 @@
 """One frozen settings object, built once from the environment.
 
-Every path the product writes to is decided here; functions receive a `Settings`
-(or the single path they need) instead of reading the environment themselves.
+Every path the product writes to, and every other knob an operator turns through the
+environment, is decided here; functions receive a `Settings` (or the single value they
+need) instead of reading the environment themselves.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 # In a checkout, include/athanor/settings.py: the project root is two folders above the
@@ -28,9 +30,19 @@ class Settings:
     duckdb_memory_limit: str
     duckdb_threads: int
     report_bucket: str | None  # s3://bucket/prefix to publish the report to, if set
+    # URL that gets {"text": reason} when a task fails; it may embed a token: kept out of repr().
+    alert_webhook: str | None = field(default=None, repr=False)
+    # (data-quality rule, "error" | "warn") pairs overriding the rules' own levels; pairs, not a
+    # dict, so that Settings stays hashable.
+    dq_severity: tuple[tuple[str, str], ...] = ()
+    dq_anomaly_k: float | None = None  # None: the quality rules' own default
+    # The CLI's S3 client (in Airflow the bucket is a connection, `landing_conn_id`):
+    # an endpoint for S3-compatible servers, and the region.
+    s3_endpoint_url: str | None = None
+    aws_region: str = "us-east-1"
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None) -> Settings:
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = dict(os.environ if env is None else env)
         home = Path(env.get("ATHANOR_HOME", str(PROJECT_ROOT))).resolve()
         warehouse = Path(env.get("ATHANOR_WAREHOUSE", str(home / "warehouse" / "athanor.duckdb")))
@@ -50,4 +62,18 @@ class Settings:
             duckdb_memory_limit=env.get("ATHANOR_DUCKDB_MEMORY_LIMIT", "2GB"),
             duckdb_threads=int(env.get("ATHANOR_DUCKDB_THREADS", "2")),
             report_bucket=env.get("ATHANOR_REPORT_BUCKET") or None,
+            alert_webhook=env.get("ATHANOR_ALERT_WEBHOOK") or None,
+            dq_severity=_severity_levels(env.get("ATHANOR_DQ_SEVERITY", "")),
+            dq_anomaly_k=float(env["ATHANOR_DQ_ANOMALY_K"]) if env.get("ATHANOR_DQ_ANOMALY_K") else None,
+            s3_endpoint_url=env.get("ATHANOR_S3_ENDPOINT_URL") or env.get("AWS_ENDPOINT_URL") or None,
+            aws_region=env.get("AWS_REGION", "us-east-1"),
         )
+
+
+def _severity_levels(text: str) -> tuple[tuple[str, str], ...]:
+    """`"rule=warn, other_rule=error"` as (rule, level) pairs; the quality config checks the levels."""
+    levels = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        rule, _, level = item.partition("=")
+        levels[rule.strip()] = level.strip()  # a rule named twice: the last one wins
+    return tuple(levels.items())

@@ -10,12 +10,12 @@ temp table `dq_params` (bound values, never formatted into SQL).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+from athanor.settings import Settings
 from athanor.warehouse import quote_ident, sql
 
 ERROR, WARN = "error", "warn"
@@ -142,15 +142,14 @@ class QualityConfig:
         return replace(self, severity={**self.severity, **levels})
 
     @classmethod
+    def from_settings(cls, settings: Settings) -> QualityConfig:
+        """The operator's overrides (`ATHANOR_DQ_SEVERITY`, `ATHANOR_DQ_ANOMALY_K`, read by Settings)."""
+        k = cls.anomaly_k if settings.dq_anomaly_k is None else settings.dq_anomaly_k
+        return cls(severity=dict(settings.dq_severity), anomaly_k=k)
+
+    @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> QualityConfig:
-        """`ATHANOR_DQ_SEVERITY="rule=warn,other_rule=error"` and `ATHANOR_DQ_ANOMALY_K` override the defaults."""
-        env = os.environ if env is None else env
-        levels = {}
-        for item in filter(None, (part.strip() for part in env.get("ATHANOR_DQ_SEVERITY", "").split(","))):
-            rule, _, level = item.partition("=")
-            levels[rule.strip()] = level.strip()
-        k = float(env.get("ATHANOR_DQ_ANOMALY_K", cls.anomaly_k))
-        return cls(severity=levels, anomaly_k=k)
+        return cls.from_settings(Settings.from_env(env))
 
 
 def _not_null(column: str, severity: str = ERROR) -> Rule:
