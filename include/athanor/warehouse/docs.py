@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 
 from athanor.settings import PROJECT_ROOT
-from athanor.warehouse import migrate
+from athanor.warehouse.migrations import migrate
 
 DOC_PATH = PROJECT_ROOT / "docs" / "warehouse.md"
 
