@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from athanor.recommend import mix, spot
-from athanor.recommend.scenarios import SCENARIOS, make_scenario
+from athanor.recommend import backtest, commitments, mix, savings_plan, spot
+from athanor.recommend.backtest_synthetic import SYNTHETIC_SCENARIOS, make_synthetic_demand
 
 OD_RATE = 21.96  # p4d.24xlarge on-demand, us-east-1, $/h
 COMMIT_RATE = 0.60 * OD_RATE  # 1-year commitment assumption
@@ -29,18 +29,18 @@ DEFAULT_ADVISOR = (
 
 def backtest_table(seeds: int) -> pd.DataFrame:
     rows = []
-    for name in SCENARIOS:
+    for name in SYNTHETIC_SCENARIOS:
         per_seed = []
         for seed in range(seeds):
-            summary = mix.summarize_backtest(
-                mix.backtest(make_scenario(name, seed=seed), OD_RATE, COMMIT_RATE)
+            summary = backtest.summarize_backtest(
+                backtest.backtest(make_synthetic_demand(name, seed=seed), OD_RATE, COMMIT_RATE)
             )
             per_seed.append(summary.assign(seed=seed))
         both = pd.concat(per_seed)
         first = both[both["seed"] == 0].set_index("policy")
         mean = both.groupby("policy")[["savings_vs_on_demand_pct", "regret_pct"]].mean()
         worst = both.groupby("policy")["regret_pct"].max()
-        for policy in mix.BACKTEST_POLICIES:
+        for policy in backtest.BACKTEST_POLICIES:
             rows.append(
                 {
                     "scenario": name,
@@ -94,8 +94,8 @@ def spot_table(rates: dict[str, float]) -> pd.DataFrame:
 
 def worked_example(rates: dict[str, float]) -> mix.MixRecommendation:
     hours = pd.date_range("2026-11-01", periods=720, freq="h", tz="UTC")
-    p4d = make_scenario("stationary", seed=1, months=2, start="2026-10-01").to_numpy()[-720:] * 0.5
-    g5 = make_scenario("spiky", seed=2, months=2, start="2026-10-01").to_numpy()[-720:] * 0.75
+    p4d = make_synthetic_demand("stationary", seed=1, months=2, start="2026-10-01").to_numpy()[-720:] * 0.5
+    g5 = make_synthetic_demand("spiky", seed=2, months=2, start="2026-10-01").to_numpy()[-720:] * 0.75
     demand = pd.concat(
         [
             pd.DataFrame({"hour": hours, "pool": "p4d/us-east-1", "units": p4d, "on_demand_rate": OD_RATE}),
@@ -133,17 +133,17 @@ def timings() -> pd.DataFrame:
     u = rng.gamma(4.0, 5.0, 26_280)  # three years of hours
     t = time.perf_counter()
     for _ in range(20):
-        mix.optimal_commitment(u, 0.4, 1.0)
+        commitments.optimal_commitment(u, 0.4, 1.0)
     rows.append({"what": "optimal_commitment, 26,280 h", "ms": 1e3 * (time.perf_counter() - t) / 20})
     u720 = u[:720]
     t = time.perf_counter()
-    mix.brute_force_commitment(u720, 0.6, 1.0)
+    commitments.brute_force_commitment(u720, 0.6, 1.0)
     rows.append({"what": "brute_force_commitment, 720 h", "ms": 1e3 * (time.perf_counter() - t)})
     hours = pd.date_range("2026-11-01", periods=720, freq="h", tz="UTC")
     pools = [f"pool{i}" for i in range(5)]
     demand = pd.DataFrame([{"hour": h, "pool": p, "units": rng.gamma(3, 2)} for h in hours for p in pools])
     t = time.perf_counter()
-    mix.savings_plan_plan(
+    savings_plan.savings_plan_plan(
         demand, dict.fromkeys(pools, 10.0), {p: 0.2 + 0.05 * i for i, p in enumerate(pools)}
     )
     rows.append({"what": "savings_plan_plan, 5 pools x 720 h", "ms": 1e3 * (time.perf_counter() - t)})
@@ -154,7 +154,7 @@ def timings() -> pd.DataFrame:
     spot.simulate_spot_jobs(10_000, 120.0, 0.02, 0.25, 0.5, 3.0, deadline_h=150.0)
     rows.append({"what": "simulate_spot_jobs, 10,000 jobs", "ms": 1e3 * (time.perf_counter() - t)})
     t = time.perf_counter()
-    mix.backtest(make_scenario("trend"), OD_RATE, COMMIT_RATE)
+    backtest.backtest(make_synthetic_demand("trend"), OD_RATE, COMMIT_RATE)
     rows.append({"what": "backtest, 6 months x 5 policies", "ms": 1e3 * (time.perf_counter() - t)})
     return pd.DataFrame(rows)
 

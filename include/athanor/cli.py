@@ -109,14 +109,14 @@ def _cmd_durations(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_commit_plan(args: argparse.Namespace, settings: Settings) -> int:
-    from athanor.recommend import mix
+    from athanor.recommend import commitments
 
     try:
-        units = mix.read_demand_csv(args.demand)
+        units = commitments.read_demand_csv(args.demand)
     except (ValueError, OSError, KeyError) as exc:
         print(f"error: {Path(args.demand).name}: {exc}", file=sys.stderr)
         return 1
-    plan = mix.commit_plan(
+    plan = commitments.commit_plan(
         units,
         args.on_demand_rate,
         args.commit_rate,

@@ -1,4 +1,4 @@
-"""Walk-forward backtest of the commitment rule and the scenario generators."""
+"""Walk-forward backtest of the commitment rule, and the synthetic demand scenarios it runs on."""
 
 from __future__ import annotations
 
@@ -6,15 +6,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from athanor.recommend.mix import (
+from athanor.recommend.backtest import (
     BACKTEST_POLICIES,
     backtest,
-    commitment_cost,
-    forecast_next_month,
-    optimal_commitment,
+    backtest_synthetic_scenarios,
     summarize_backtest,
 )
-from athanor.recommend.scenarios import SCENARIOS, make_scenario
+from athanor.recommend.backtest_synthetic import SYNTHETIC_SCENARIOS, make_synthetic_demand
 
 OD = 21.96
 COMMIT = 0.6 * OD
@@ -23,8 +21,8 @@ COMMIT = 0.6 * OD
 @pytest.fixture(scope="module")
 def results() -> dict[tuple[str, int], pd.DataFrame]:
     return {
-        (name, seed): backtest(make_scenario(name, seed=seed), OD, COMMIT)
-        for name in SCENARIOS
+        (name, seed): backtest(make_synthetic_demand(name, seed=seed), OD, COMMIT)
+        for name in SYNTHETIC_SCENARIOS
         for seed in range(5)
     }
 
@@ -36,11 +34,11 @@ def _total(table: pd.DataFrame, policy: str) -> float:
 # ------------------------------------------------------------------ scenarios
 
 
-@pytest.mark.parametrize("name", SCENARIOS)
+@pytest.mark.parametrize("name", SYNTHETIC_SCENARIOS)
 def test_scenarios_are_deterministic_hourly_and_non_negative(name):
-    a, b = make_scenario(name, seed=3), make_scenario(name, seed=3)
+    a, b = make_synthetic_demand(name, seed=3), make_synthetic_demand(name, seed=3)
     pd.testing.assert_series_equal(a, b)
-    assert not a.equals(make_scenario(name, seed=4))
+    assert not a.equals(make_synthetic_demand(name, seed=4))
     assert (a >= 0).all()
     assert a.index.freqstr == "h" and str(a.index.tz) == "UTC"
     assert len(a) == (pd.Timestamp("2026-07-01") - pd.Timestamp("2026-01-01")) // pd.Timedelta(hours=1)
@@ -48,7 +46,7 @@ def test_scenarios_are_deterministic_hourly_and_non_negative(name):
 
 def test_unknown_scenario_is_refused():
     with pytest.raises(ValueError, match="unknown scenario"):
-        make_scenario("sinusoidal")
+        make_synthetic_demand("sinusoidal")
 
 
 # ------------------------------------------------------------------- backtest
@@ -87,7 +85,7 @@ def test_regret_on_stationary_demand_is_small(results):
         assert summary.loc["minimum", "regret_pct"] > 10.0
 
 
-@pytest.mark.parametrize("name", SCENARIOS)
+@pytest.mark.parametrize("name", SYNTHETIC_SCENARIOS)
 def test_never_dearer_than_the_console_and_cheaper_on_trend_and_step(results, name):
     # Seed 0 scenario by scenario, as the bench prints it.
     ours, console = _total(results[(name, 0)], "athanor"), _total(results[(name, 0)], "console")
@@ -102,40 +100,12 @@ def test_never_dearer_than_the_console_and_cheaper_on_trend_and_step(results, na
         assert ours5 < console5
 
 
-# ------------------------------------------------------------------- forecast
-
-
-def _hours(daily_levels: np.ndarray) -> np.ndarray:
-    return np.repeat(daily_levels, 24).astype(float)
-
-
-def test_forecast_follows_a_clean_trend():
-    # 8 weeks rising 0.5 unit a day. Centre of the 720 h window to the centre of a
-    # 730 h month: (720 + 730)/2 h = 30.2083 days -> +15.104 units.
-    history = _hours(10.0 + 0.5 * np.arange(56))
-    fc = forecast_next_month(history)
-    assert fc.model == "trend"
-    assert fc.level_change == pytest.approx(0.5 * 1450 / 48)
-    assert np.allclose(fc.units, history[-720:] + 0.5 * 1450 / 48)
-
-
-def test_forecast_follows_a_step_down_and_ignores_a_short_burst():
-    # 46 days at 20 then 10 days at 10: the window's pre-step hours move down by 10.
-    fc = forecast_next_month(_hours(np.r_[np.full(46, 20.0), np.full(10, 10.0)]))
-    assert fc.model == "step" and fc.level_change == pytest.approx(-10.0)
-    assert np.allclose(fc.units, 10.0)
-    # The same size of change *up* for 10 days is what a long research burst looks like: not followed.
-    fc = forecast_next_month(_hours(np.r_[np.full(46, 10.0), np.full(10, 20.0)]))
-    assert fc.model == "flat"
-    # ... but a step up held for 16 days is.
-    fc = forecast_next_month(_hours(np.r_[np.full(40, 10.0), np.full(16, 20.0)]))
-    assert fc.model == "step" and fc.level_change == pytest.approx(10.0)
-
-
-def test_forecast_of_flat_noise_is_the_console_replay():
-    rng = np.random.default_rng(0)
-    history = 20 + rng.normal(0, 3, 24 * 60)
-    fc = forecast_next_month(history)
-    assert fc.model == "flat"
-    assert optimal_commitment(fc.units, COMMIT, OD) == optimal_commitment(history[-720:], COMMIT, OD)
-    assert commitment_cost(fc.units, 5, COMMIT, OD) == commitment_cost(history[-720:], 5, COMMIT, OD)
+def test_synthetic_scenarios_are_backtested_at_the_callers_prices(results):
+    table = backtest_synthetic_scenarios(OD, COMMIT)
+    assert table["scenario"].unique().tolist() == list(SYNTHETIC_SCENARIOS)
+    stationary = table[table["scenario"] == "stationary"].drop(columns="scenario").reset_index(drop=True)
+    pd.testing.assert_frame_equal(stationary, results[("stationary", 0)])
+    # Halving both prices halves every cost and leaves the decisions alone.
+    half = backtest_synthetic_scenarios(OD / 2, COMMIT / 2)
+    assert np.allclose(half["cost_usd"], table["cost_usd"] / 2)
+    assert (half["commit_units"] == table["commit_units"]).all()

@@ -19,11 +19,15 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from athanor.recommend import mix, scenarios, spot
+from athanor.recommend import mix, spot
+from athanor.recommend.backtest import backtest, backtest_synthetic_scenarios
 from athanor.reference import DATA_DIR
 from athanor.warehouse import sql, transaction
 
 PLANNING_WINDOW_DAYS = 30
+# The synthetic backtest scenarios are priced as a p4d.24xlarge fleet (on-demand $/h, us-east-1,
+# reference/data/instance_types.csv): they compare commitment rules, one list price serves them all.
+SYNTHETIC_SCENARIO_ON_DEMAND_RATE = 21.96
 HOURS_PER_MONTH = 730.0
 HOURS_PER_YEAR = 8760.0
 
@@ -187,12 +191,10 @@ def _backtests(con: duckdb.DuckDBPyConnection, as_of: date, a: PricingAssumption
         hours = pd.date_range(g["hour"].min().floor("D"), end, freq="h", inclusive="left")
         series = g.set_index("hour")["units"].reindex(hours, fill_value=0.0).fillna(0.0)
         od = float(g["on_demand_rate_usd"].iloc[0])
-        frames.append(mix.backtest(series, od, od * a.one_year_ratio).assign(scenario=f"demo:{pool}"))
+        frames.append(backtest(series, od, od * a.one_year_ratio).assign(scenario=f"demo:{pool}"))
     # The same rule on generated demand shapes the warehouse may not have seen yet.
-    for name in scenarios.SCENARIOS:
-        series = scenarios.make_scenario(name, seed=0)
-        od = 21.96  # p4d.24xlarge on-demand $/h (BRIEF.md)
-        frames.append(mix.backtest(series, od, od * a.one_year_ratio).assign(scenario=name))
+    od = SYNTHETIC_SCENARIO_ON_DEMAND_RATE
+    frames.append(backtest_synthetic_scenarios(od, od * a.one_year_ratio))
     table = pd.concat([f for f in frames if not f.empty], ignore_index=True) if frames else pd.DataFrame()
     return (
         table.rename(

@@ -1,6 +1,8 @@
-"""Synthetic hourly GPU demand for backtests: deterministic by seed, about six months each.
+"""Synthetic demand scenarios for the backtest: invented hourly GPU demand of a known
+shape (steady, growing, weekly, stepped, spiky), deterministic by seed, six months each.
 
-Every generator returns a ``pd.Series`` of units per hour (instance-hours,
+They test the commitment rule on shapes a fleet's own history may not show yet; they
+carry no price: the caller of the backtest chooses the rates. Every generator returns a ``pd.Series`` of units per hour (instance-hours,
 non-negative floats) on an hourly UTC ``DatetimeIndex``.
 """
 
@@ -11,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-SCENARIOS: tuple[str, ...] = ("stationary", "trend", "weekly", "step", "spiky")
+SYNTHETIC_SCENARIOS: tuple[str, ...] = ("stationary", "trend", "weekly", "step", "spiky")
 
 
 def _index(start: str, months: int) -> pd.DatetimeIndex:
@@ -109,7 +111,7 @@ def spiky(
     return pd.Series(np.maximum(units, 0.0), index=idx, name="units")
 
 
-GENERATORS: dict[str, Callable[..., pd.Series]] = {
+SYNTHETIC_GENERATORS: dict[str, Callable[..., pd.Series]] = {
     "stationary": stationary,
     "trend": trend,
     "weekly": weekly,
@@ -118,10 +120,10 @@ GENERATORS: dict[str, Callable[..., pd.Series]] = {
 }
 
 
-def make_scenario(name: str, seed: int = 0, months: int = 6, start: str = "2026-01-01") -> pd.Series:
-    """Hourly demand for one named scenario (see ``SCENARIOS``)."""
+def make_synthetic_demand(name: str, seed: int = 0, months: int = 6, start: str = "2026-01-01") -> pd.Series:
+    """Hourly demand of one named synthetic scenario (see ``SYNTHETIC_SCENARIOS``)."""
     try:
-        generator = GENERATORS[name]
+        generator = SYNTHETIC_GENERATORS[name]
     except KeyError as exc:
-        raise ValueError(f"unknown scenario {name!r}; choose from {SCENARIOS}") from exc
+        raise ValueError(f"unknown scenario {name!r}; choose from {SYNTHETIC_SCENARIOS}") from exc
     return generator(seed=seed, months=months, start=start)
