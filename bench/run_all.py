@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-BENCHES = ["ingest", "quality", "durations", "mix", "lifecycle"]
+BENCHES = ["ingest", "quality", "durations", "mix", "lifecycle", "warehouse"]
 
 
 def main(argv: list[str]) -> int:

@@ -1,5 +1,5 @@
 -- Catalog comments: every table, view and column, with its grain.
--- Runs after the DDL files (name order) on every migrate: `create or replace view` drops a view's
+-- Runs after the DDL files (name order) on every migration: `create or replace view` drops a view's
 -- comments, so they are set again here. docs/warehouse.md is generated from these
 -- (`python -m athanor.warehouse.docs`). This file holds many statements: migrate() runs a file in one
 -- execute(), which accepts several.
@@ -308,7 +308,7 @@ comment on column ebs_listings.source_file is 'File name the listing was read fr
 comment on column ebs_listings.items is 'Number of volumes or snapshots in the listing.';
 comment on column ebs_listings.document is 'The listing JSON, verbatim.';
 
-comment on table ref_instance_types is 'Reference: GPU instance types, reloaded from the package on every migration. Grain: one row per instance type.';
+comment on table ref_instance_types is 'Reference: GPU instance types, reloaded when its data file changes. Grain: one row per instance type.';
 comment on column ref_instance_types.instance_type is 'EC2 instance type, e.g. p4d.24xlarge.';
 comment on column ref_instance_types.instance_family is 'Family, e.g. p4d; pools are family x region.';
 comment on column ref_instance_types.gpu_count is 'GPUs per instance.';
@@ -338,3 +338,8 @@ comment on column ref_instance_families.reference_instance_type is 'The referenc
 comment on column ref_instance_families.gpu_count is 'GPUs in one reference instance (one pool unit).';
 comment on column ref_instance_families.on_demand_usd_per_h is 'On-demand $ per unit-hour (reference instance).';
 comment on column ref_instance_families.spot_usd_per_h is 'Typical spot $ per unit-hour (reference instance), where known.';
+
+comment on table schema_migrations is 'What the schema was built from. Grain: one row per definition (a sql/schema file, or a reference table with its data file); a warehouse whose rows all match the package is not migrated again.';
+comment on column schema_migrations.name is 'The definition: schema/<file> or reference/<table>.';
+comment on column schema_migrations.sha256 is 'SHA-256 of the text applied (and of the reference data file).';
+comment on column schema_migrations.applied_at is 'When it was last applied (UTC).';

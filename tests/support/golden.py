@@ -20,8 +20,8 @@ import duckdb
 # Columns that name the run or the wall clock, not the data.
 VOLATILE_COLUMNS = {"run_id", "started_at", "finished_at", "checked_at"}
 VOLATILE_JSON_KEYS = {"run_id", "generated_at"}
-# The run log: its summaries carry timings.
-VOLATILE_TABLES = {"pipeline_runs"}
+# The run log: its summaries carry timings. The schema ledger: hashes of the SQL files, not data.
+VOLATILE_TABLES = {"pipeline_runs", "schema_migrations"}
 
 
 def _num(value: float) -> str:

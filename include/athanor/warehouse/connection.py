@@ -8,8 +8,6 @@ from pathlib import Path
 
 import duckdb
 
-from athanor.warehouse.migrations import migrate
-
 
 def connect(
     path: Path | str,
@@ -25,6 +23,8 @@ def connect(
     con = duckdb.connect(str(path), read_only=read_only)
     configure(con, memory_limit=memory_limit, threads=threads)
     if not read_only:
+        from athanor.warehouse.migrations import migrate  # it needs transaction(), below
+
         migrate(con)
     return con
 
