@@ -6,7 +6,6 @@ tests/fixtures/jobs/ (the arithmetic is in the comments).
 
 from __future__ import annotations
 
-import csv
 import gzip
 import json
 import math
@@ -15,7 +14,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from athanor.ingest import jobs
 from athanor.ingest.jobs import (
     COLUMNS,
     JobRunError,
@@ -637,20 +635,15 @@ def test_summarise_counts_running_jobs_without_duration() -> None:
     assert summary["gpu_hours_by_state"]["running"] == 0.0
 
 
-def test_gpu_table_agrees_with_package_instance_types() -> None:
-    # The price table shipped with the package lists GPU counts too; the two must not drift.
-    from athanor.reference import DATA_DIR
-
-    table = DATA_DIR / "instance_types.csv"
-    with table.open() as f:
-        rows = list(csv.DictReader(f))
-    assert rows
-    for row in rows:
-        assert jobs.gpus_for_instance_type(row["instance_type"]) == int(row["gpu_count"]), row[
-            "instance_type"
-        ]
-    assert jobs.gpus_for_instance_type("ml.p4d.24xlarge") == 8
-    assert jobs.gpus_for_instance_type("c5.xlarge") is None
+def test_sagemaker_gpus_come_from_the_reference_catalogue(tmp_path: Path) -> None:
+    # ml.g6e.12xlarge: 4 L40S GPUs in reference/data/instance_types.csv.
+    doc = json.loads((FIXTURES / "sagemaker-spot.json").read_text())[1]
+    doc["ResourceConfig"] = {"InstanceType": "ml.g6e.12xlarge", "InstanceCount": 2}
+    path = tmp_path / "describe.json"
+    path.write_text(json.dumps(doc))
+    df = read_job_runs(path)
+    assert (df["instance_type"][0], df["gpus_per_instance"][0], df["gpu_count"][0]) == ("g6e.12xlarge", 4, 8)
+    assert df.attrs["warnings"] == []
 
 
 def test_ragged_csv_is_a_job_run_error(tmp_path: Path) -> None:

@@ -51,10 +51,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import pandas as pd
 
-STATES = ("completed", "failed", "cancelled", "preempted", "running")
-CENSORED_STATES = frozenset({"preempted", "cancelled", "running"})
-PRICING_MODELS = ("on_demand", "spot", "reserved", "savings_plan")
-SOURCES = ("generic", "slurm", "sagemaker")
+from athanor.reference import CENSORED_STATES, JOB_PRICING_MODELS, JOB_STATES, gpus_per_instance
 
 # The canonical table, in column order, with its pandas dtype.
 COLUMNS: dict[str, str] = {
@@ -88,46 +85,8 @@ COLUMNS: dict[str, str] = {
     "source_row": "int64",
 }
 
-# Accelerators per instance for common GPU/Trainium training instances (AWS
-# instance-type pages, 2026). Trainium counts chips. SageMaker's ml.* types map
-# onto these after the prefix is dropped.
-GPUS_PER_INSTANCE: dict[str, int] = {
-    "p3.2xlarge": 1,
-    "p3.8xlarge": 4,
-    "p3.16xlarge": 8,
-    "p3dn.24xlarge": 8,
-    "p4d.24xlarge": 8,
-    "p4de.24xlarge": 8,
-    "p5.4xlarge": 1,
-    "p5.48xlarge": 8,
-    "p5e.48xlarge": 8,
-    "p5en.48xlarge": 8,
-    "trn1.2xlarge": 1,
-    "trn1.32xlarge": 16,
-    "trn1n.32xlarge": 16,
-    **{
-        f"{family}.{size}": gpus
-        for family in ("g5", "g6", "g6e")
-        for size, gpus in (
-            ("xlarge", 1),
-            ("2xlarge", 1),
-            ("4xlarge", 1),
-            ("8xlarge", 1),
-            ("16xlarge", 1),
-            ("12xlarge", 4),
-            ("24xlarge", 4),
-            ("48xlarge", 8),
-        )
-    },
-}
-
 MAX_EXAMPLES = 5
 _NULL_TOKENS = frozenset({"", "NULL", "null", "None", "NaN", "nan"})
-
-
-def gpus_for_instance_type(instance_type: str) -> int | None:
-    """Accelerators per instance from the built-in table (``ml.`` prefix ignored); None if unknown."""
-    return GPUS_PER_INSTANCE.get(instance_type.strip().lower().removeprefix("ml."))
 
 
 # --------------------------------------------------------------------------- errors
@@ -303,8 +262,8 @@ def read_job_runs(
     kind = _detect(data, path.name)
     as_of_ts = _as_utc_naive(as_of)
     for pricing in (partition_pricing or {}).values():
-        if pricing not in PRICING_MODELS:
-            raise ValueError(f"partition_pricing: {pricing!r} is not one of {', '.join(PRICING_MODELS)}")
+        if pricing not in JOB_PRICING_MODELS:
+            raise ValueError(f"partition_pricing: {pricing!r} is not one of {', '.join(JOB_PRICING_MODELS)}")
     if kind == "generic":
         frame, problems, warnings, names = _parse_generic(data, path.name)
     elif kind == "slurm":
@@ -442,19 +401,19 @@ def _parse_generic(data: bytes, name: str) -> tuple[pd.DataFrame, _Problems, lis
     frame["state_detail"] = state_text
     frame["state"] = state_text.str.lower()
     problems.add_mask(
-        ~frame["state"].isin(STATES),
+        ~frame["state"].isin(JOB_STATES),
         rows,
         "state",
-        f"not one of {', '.join(STATES)}",
+        f"not one of {', '.join(JOB_STATES)}",
         lambda i: repr(state_text.iloc[i]) if pd.notna(state_text.iloc[i]) else "empty",
     )
     pricing_text = _text(raw["pricing_model"])
     frame["pricing_model"] = pricing_text.str.lower().str.replace("-", "_", regex=False)
     problems.add_mask(
-        ~frame["pricing_model"].isin(PRICING_MODELS),
+        ~frame["pricing_model"].isin(JOB_PRICING_MODELS),
         rows,
         "pricing_model",
-        f"not one of {', '.join(PRICING_MODELS)}",
+        f"not one of {', '.join(JOB_PRICING_MODELS)}",
         lambda i: repr(pricing_text.iloc[i]) if pd.notna(pricing_text.iloc[i]) else "empty",
     )
 
@@ -876,7 +835,7 @@ def _parse_sagemaker(data: bytes, name: str) -> tuple[pd.DataFrame, _Problems, l
             main = max(
                 groups,
                 key=lambda g: (
-                    (gpus_for_instance_type(str(g.get("InstanceType", ""))) or 0)
+                    (gpus_per_instance(str(g.get("InstanceType", ""))) or 0)
                     * int(g.get("InstanceCount") or 0)
                 ),
             )
@@ -887,7 +846,7 @@ def _parse_sagemaker(data: bytes, name: str) -> tuple[pd.DataFrame, _Problems, l
             record["gpus_per_instance"] = 0
         else:
             record["instance_type"] = str(instance_type).removeprefix("ml.")
-            gpus = gpus_for_instance_type(str(instance_type))
+            gpus = gpus_per_instance(str(instance_type))
             if gpus is None:
                 unknown_types.setdefault(record["instance_type"], []).append(number)
             record["gpus_per_instance"] = gpus or 0
@@ -972,7 +931,7 @@ def _check_common(frame: pd.DataFrame, problems: _Problems, names: Mapping[str, 
     )
     # A finished run needs its end; only running jobs (and never-started ones) lack it.
     problems.add_mask(
-        start.notna() & end.isna() & frame["state"].isin(STATES) & (frame["state"] != "running"),
+        start.notna() & end.isna() & frame["state"].isin(JOB_STATES) & (frame["state"] != "running"),
         rows,
         col("end_time"),
         "end missing for a job that is not running",
@@ -1018,7 +977,7 @@ def summarise(df: pd.DataFrame) -> dict[str, Any]:
         "censored": censored,
         "censored_share": censored / jobs if jobs else math.nan,
         "gpu_hours": float(df["gpu_hours"].sum()),
-        "gpu_hours_by_state": {state: float(by_state.get(state, 0.0)) for state in STATES},
+        "gpu_hours_by_state": {state: float(by_state.get(state, 0.0)) for state in JOB_STATES},
         # Running jobs without an as_of have no duration yet: their GPU-hours are not counted.
         "jobs_without_duration": int((df["duration_s"].isna() & df["start_time"].notna()).sum()),
         "by_source": {s: int(n) for s, n in df["source"].value_counts().sort_index().items()},

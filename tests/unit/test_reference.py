@@ -1,0 +1,108 @@
+"""athanor.reference: the catalogue, the Spot Advisor snapshot, the FOCUS columns, the vocabularies.
+
+Expected values are copied by hand from the files in include/athanor/reference/data/.
+"""
+
+from __future__ import annotations
+
+import csv
+from decimal import Decimal
+
+import pytest
+
+from athanor import reference
+from athanor.reference import (
+    CENSORED_STATES,
+    JOB_STATES,
+    STORAGE_CLASSES,
+    InstanceType,
+    focus_columns,
+    gpus_per_instance,
+    instance,
+    instance_types,
+    spot_advice,
+)
+from athanor.warehouse import connect
+
+
+def test_catalogue_rows_as_in_the_file() -> None:
+    assert instance("p4d.24xlarge") == InstanceType(
+        "p4d.24xlarge", "p4d", 8, "A100-40GB", 192.0, Decimal("21.96"), Decimal("7.90")
+    )
+    assert instance("g5.12xlarge") == InstanceType(
+        "g5.12xlarge", "g5", 4, "A10G", 96.0, Decimal("5.67"), Decimal("2.40")
+    )
+    # No prices taken for p5e: both empty in the file.
+    p5e = instance("p5e.48xlarge")
+    assert (p5e.gpu_count, p5e.on_demand_usd_per_h, p5e.spot_usd_per_h) == (8, None, None)
+    assert instance("trn1.32xlarge").gpu_count == 16  # Trainium chips
+    assert len(instance_types()) == 37
+    assert instance_types()[0].instance_type == "p4d.24xlarge"
+
+
+def test_catalogue_is_frozen_and_read_once() -> None:
+    with pytest.raises(AttributeError):
+        instance("p5.48xlarge").gpu_count = 4  # type: ignore[misc]
+    assert instance("p5.48xlarge") is instance("p5.48xlarge")
+
+
+def test_unknown_instance_type() -> None:
+    with pytest.raises(KeyError, match="c5.xlarge"):
+        instance("c5.xlarge")
+    assert gpus_per_instance("c5.xlarge") is None
+
+
+def test_gpus_per_instance_reads_sagemaker_names() -> None:
+    assert gpus_per_instance("ml.p4d.24xlarge") == 8
+    assert gpus_per_instance(" ML.G5.2XLARGE ") == 1
+    assert gpus_per_instance("g6e.24xlarge") == 4
+
+
+def test_normalization_factor_follows_the_size() -> None:
+    # AWS: xlarge 8, and each size step doubles up to 16xlarge; 12xlarge 96, 24xlarge 192.
+    sizes = {"xlarge": 8, "2xlarge": 16, "4xlarge": 32, "8xlarge": 64, "12xlarge": 96, "16xlarge": 128,
+             "24xlarge": 192, "32xlarge": 256, "48xlarge": 384}  # fmt: skip
+    for row in instance_types():
+        assert row.normalization_factor == sizes[row.instance_type.split(".")[1]], row.instance_type
+        assert row.instance_type.startswith(row.instance_family + ".")
+
+
+def test_warehouse_table_is_the_same_file(tmp_path) -> None:
+    con = connect(tmp_path / "wh.duckdb")
+    rows = con.execute(
+        "select instance_type, gpu_count, normalization_factor, on_demand_usd_per_h, spot_usd_per_h"
+        " from ref_instance_types order by instance_type"
+    ).fetchall()
+    assert rows == sorted(
+        (t.instance_type, t.gpu_count, t.normalization_factor, t.on_demand_usd_per_h, t.spot_usd_per_h)
+        for t in instance_types()
+    )
+
+
+def test_spot_advice_snapshot() -> None:
+    east = spot_advice("us-east-1")
+    # us-east-1,p4d.24xlarge,67,2 and us-west-2,p5.48xlarge,46,1 in the file.
+    assert (east["p4d.24xlarge"].savings_pct, east["p4d.24xlarge"].interruption_bucket) == (67, 2)
+    assert east["p4d.24xlarge"].monthly_interruption_fraction == 0.125
+    assert spot_advice("us-west-2")["p5.48xlarge"].monthly_interruption_fraction == 0.075
+    assert spot_advice("mars-north-1") == {}
+    with reference.DATA_DIR.joinpath("spot_advisor_gpu.csv").open() as f:
+        east_rows = sum(1 for row in csv.DictReader(f) if row["region"] == "us-east-1")
+    assert len(east) == east_rows == 56
+
+
+def test_focus_columns() -> None:
+    columns = focus_columns()
+    assert len(columns) == 57
+    assert columns[:3] == ("AvailabilityZone", "BilledCost", "BillingAccountId")
+    assert {"EffectiveCost", "ChargePeriodStart", "Tags"} <= set(columns)
+    assert len(set(columns)) == len(columns)
+
+
+def test_vocabularies() -> None:
+    assert CENSORED_STATES < set(JOB_STATES)
+    assert set(JOB_STATES) - CENSORED_STATES == {"completed", "failed"}
+    assert reference.BILLING_PRICING_MODELS[:4] == reference.JOB_PRICING_MODELS
+    # 11 S3 classes, 7 EBS volume types, and the snapshot tier 'archive' ('standard' is both).
+    assert len(STORAGE_CLASSES) == 11 + 7 + 1 == len(set(STORAGE_CLASSES))
+    assert reference.HOURS_PER_MONTH * 12 == reference.HOURS_PER_YEAR
