@@ -32,8 +32,9 @@ system-deps:
 test: $(VENV)/.installed-dev system-deps
 	source scripts/airflow-env.sh && $(BIN)/pytest -q
 
+# The unit tier: no network, no apt, no server (see the markers in pyproject.toml).
 test-fast: $(VENV)/.installed-dev
-	$(BIN)/pytest -q -m "not integration"
+	$(BIN)/pytest -q -m "not integration and not realdata"
 
 airflow: $(VENV)/.installed
 	scripts/airflow-standalone.sh

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Debian packages the real-server tests need: headless Chromium for the report test.
-# (Ceph RadosGW is fetched by scripts/ceph-rgw.sh as .debs and unpacked under .cache/.)
+# Debian packages the integration tests need (`make test` runs this first; the unit tier
+# never installs anything): headless Chromium for the report test, docker-compose for the
+# compose-file test. (Ceph RadosGW is fetched by scripts/ceph-rgw.sh as .debs, unpacked under .cache/.)
 set -euo pipefail
 missing=()
 command -v chromium > /dev/null || missing+=(chromium)
-# Validates docker-compose.yaml without an engine (no Docker engine runs on these machines).
+# `docker-compose config` validates docker-compose.yaml without an engine (none runs here).
 command -v docker-compose > /dev/null || missing+=(docker-compose)
 [ ${#missing[@]} -eq 0 ] && exit 0
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

@@ -1,8 +1,17 @@
-"""Shared test fixtures: where the reference data is, a scratch warehouse, the Airflow env."""
+"""Shared test fixtures: where the reference data is, a scratch warehouse, the Airflow env;
+and the guard that keeps the fast tier fast.
+
+Tiers: `integration` (real servers, whole DAGs, large loads) and `realdata` (the files in
+../shared/data) are marked; every other test is a unit test, run by `make test-fast`, and may
+not reach the network (loopback servers a test starts itself are fine) or run apt.
+"""
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import socket
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,6 +29,80 @@ try:  # the real S3-compatible server (Ceph RadosGW), started once per session o
     from tests.support.rgw import rgw_endpoint  # noqa: F401
 except ImportError:  # pragma: no cover - only while the support module is absent
     pass
+
+
+# A test in one of these folders must carry the folder's marker, or `-m "not integration"`
+# would run it in the fast tier.
+TIER_FOLDERS = {"integration": "integration", "realdata": "realdata"}
+PACKAGE_MANAGERS = {"apt", "apt-get", "dpkg", "aptitude"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    unmarked = [
+        item.nodeid
+        for item in items
+        for folder, marker in TIER_FOLDERS.items()
+        if folder in Path(item.nodeid.split("::", 1)[0]).parts[:-1]
+        and item.get_closest_marker(marker) is None
+    ]
+    if unmarked:
+        raise pytest.UsageError(
+            "tests outside the unit tier without their marker (add `pytestmark = pytest.mark.<tier>`): "
+            + ", ".join(unmarked)
+        )
+
+
+def _loopback(host: object) -> bool:
+    if host in (None, "", "localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(str(host).split("%", 1)[0]).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture(autouse=True)
+def _unit_tests_stay_on_this_machine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In the unit tier, a connection beyond loopback, a name lookup or apt fails the test."""
+    if request.node.get_closest_marker("integration"):
+        return
+
+    def refuse(what: str) -> None:
+        # pytest.fail raises an exception `except Exception` does not catch: code under test
+        # that tolerates network errors cannot hide the attempt.
+        pytest.fail(f"a unit test must not {what}; mark it `integration` if it has to", pytrace=False)
+
+    def guarded(real):
+        def connect(sock: socket.socket, address: object, *args: object):
+            if sock.family in (socket.AF_INET, socket.AF_INET6) and not _loopback(address[0]):
+                refuse(f"connect to {address!r}")
+            return real(sock, address, *args)
+
+        return connect
+
+    real_getaddrinfo = socket.getaddrinfo
+
+    def getaddrinfo(host: object, *args: object, **kwargs: object):
+        if not _loopback(host):
+            try:  # an address needs no lookup; only where it connects matters
+                ipaddress.ip_address(str(host))
+            except ValueError:
+                refuse(f"look up the name {host!r}")
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    real_popen_init = subprocess.Popen.__init__
+
+    def popen_init(self: subprocess.Popen, args: object, *rest: object, **kwargs: object) -> None:
+        argv = [args] if isinstance(args, str | bytes | os.PathLike) else list(args)
+        words = str(argv[0]).split() if kwargs.get("shell") else [str(a) for a in argv[:2]]
+        if any(Path(w).name in PACKAGE_MANAGERS for w in words):
+            refuse(f"run {args!r} (system packages belong in scripts/system-deps.sh)")
+        real_popen_init(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded(socket.socket.connect))
+    monkeypatch.setattr(socket.socket, "connect_ex", guarded(socket.socket.connect_ex))
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    monkeypatch.setattr(subprocess.Popen, "__init__", popen_init)
 
 
 def shared_data() -> Path:

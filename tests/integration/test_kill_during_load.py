@@ -11,9 +11,13 @@ import time
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from athanor.ingest.billing import ingest_billing
 from athanor.warehouse import connect
+
+# A child process loading 1.5 M rows, killed mid-way: seconds of every core, not a unit test.
+pytestmark = pytest.mark.integration
 
 ROWS = 1_500_000  # big enough that a load takes several seconds on two cores
 

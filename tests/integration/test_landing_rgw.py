@@ -5,10 +5,14 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from athanor.ingest.billing import ingest_billing
 from athanor.land.landing import fetch, list_deliveries
 from athanor.warehouse import connect
 from tests.support.rgw import rgw_endpoint  # noqa: F401
+
+pytestmark = pytest.mark.integration
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "billing"
 

@@ -11,6 +11,8 @@ import pytest
 from athanor.ingest.billing import ingest_billing
 from athanor.warehouse import connect
 
+pytestmark = pytest.mark.realdata
+
 BILLING = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "billing"
 
 
