@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from airflow.sdk import Asset, task
+from airflow.sdk import Asset, BaseNotifier, task
 
 from athanor.flow import stages_of
 
@@ -61,10 +61,23 @@ def add_stage_tasks(dag_id: str) -> dict[str, Any]:
     return tasks
 
 
-def _notify_failure(context: Any) -> None:
-    from athanor.notify import notify_failure
+class FailureNotifier(BaseNotifier):
+    """Log why a task failed and post it to the alert webhook (`ATHANOR_ALERT_WEBHOOK`).
 
-    notify_failure(context)
+    `webhook=None` reads the setting when a task fails, not when the DAG file is parsed.
+    """
+
+    def __init__(self, webhook: str | None = None, timeout_s: float = 10.0) -> None:
+        super().__init__()
+        self.webhook = webhook
+        self.timeout_s = timeout_s
+
+    def notify(self, context: Any) -> None:
+        from athanor.notify import notify_failure
+        from athanor.settings import Settings
+
+        webhook = self.webhook or Settings.from_env().alert_webhook
+        notify_failure(context, webhook=webhook, timeout_s=self.timeout_s)
 
 
 DEFAULT_ARGS = {
@@ -74,5 +87,5 @@ DEFAULT_ARGS = {
     "retry_delay": timedelta(seconds=30),
     "retry_exponential_backoff": True,
     "max_retry_delay": timedelta(minutes=10),
-    "on_failure_callback": _notify_failure,
+    "on_failure_callback": FailureNotifier(),
 }

@@ -165,7 +165,7 @@ def _cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     from athanor.flow import STAGES, run_stage
 
     context = {"params": {"as_of": args.as_of, "source": args.source}, "run_id": args.run_id}
-    stage_options = {"settings": settings, "s3_client": s3_client_from_env}
+    stage_options = {"settings": settings, "s3_client": lambda: s3_client(settings)}
     results: dict[str, dict] = {}
     try:
         for stage in STAGES:
@@ -183,15 +183,12 @@ def _cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def s3_client_from_env():
-    """A boto3 S3 client for the CLI: standard AWS variables, plus an optional endpoint URL
-    (`ATHANOR_S3_ENDPOINT_URL` or `AWS_ENDPOINT_URL`) for S3-compatible servers."""
-    import os
-
+def s3_client(settings: Settings):
+    """A boto3 S3 client for the CLI: credentials from boto3's usual chain (the `AWS_*` variables,
+    profiles), the endpoint (S3-compatible servers) and region from the settings."""
     import boto3
 
-    endpoint = os.environ.get("ATHANOR_S3_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL")
-    return boto3.client("s3", endpoint_url=endpoint, region_name=os.environ.get("AWS_REGION", "us-east-1"))
+    return boto3.client("s3", endpoint_url=settings.s3_endpoint_url, region_name=settings.aws_region)
 
 
 def _cmd_lifecycle(args: argparse.Namespace, settings: Settings) -> int:
@@ -208,7 +205,7 @@ def _cmd_lifecycle(args: argparse.Namespace, settings: Settings) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     as_of = date.fromisoformat(args.as_of) if args.as_of else datetime.now().date()
-    client = s3_client_from_env() if args.apply else None
+    client = s3_client(settings) if args.apply else None
     existing = None
     if client is not None:
         from athanor.recommend.lifecycle.apply import get_lifecycle
@@ -238,7 +235,7 @@ def _cmd_lifecycle(args: argparse.Namespace, settings: Settings) -> int:
 def _cmd_lifecycle_restore(args: argparse.Namespace, settings: Settings) -> int:
     from athanor.recommend import lifecycle
 
-    lifecycle.restore_lifecycle(s3_client_from_env(), args.bucket, Path(args.previous))
+    lifecycle.restore_lifecycle(s3_client(settings), args.bucket, Path(args.previous))
     print(f"restored the lifecycle configuration of {args.bucket} from {args.previous}")
     return 0
 

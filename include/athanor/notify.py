@@ -1,15 +1,17 @@
-"""Tell people a run failed, with the reason, through a configurable webhook.
+"""What a failure alert says, and how it reaches a webhook.
 
-`ATHANOR_ALERT_WEBHOOK` is a URL that accepts a JSON POST (Slack and Teams incoming
-webhooks, or any HTTP endpoint): `{"text": "..."}`. Without it the reason is only logged.
-Email goes through Airflow's own `email_on_failure` and SMTP connection.
+The DAGs send it through an Airflow notifier (`athanor_common.FailureNotifier`, their
+`on_failure_callback`); this module stays free of Airflow so the message can be built and
+tested on its own. The webhook (`ATHANOR_ALERT_WEBHOOK`, read by `Settings`) is a URL that
+accepts a JSON POST (Slack and Teams incoming webhooks, or any HTTP endpoint):
+`{"text": "..."}`. Without one the reason is only logged. Email goes through Airflow's own
+`email_on_failure` and SMTP connection.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import urllib.request
 from collections.abc import Mapping
 from typing import Any
@@ -18,7 +20,7 @@ log = logging.getLogger(__name__)
 
 
 def failure_message(context: Mapping[str, Any]) -> str:
-    """One paragraph: which task of which run failed, for which day, and why."""
+    """One paragraph: which task of which run failed, and why (no configuration, no secrets)."""
     ti = context.get("ti") or context.get("task_instance")
     dag_id = getattr(ti, "dag_id", None) or context.get("dag_id", "?")
     task_id = getattr(ti, "task_id", None) or context.get("task_id", "?")
@@ -27,15 +29,14 @@ def failure_message(context: Mapping[str, Any]) -> str:
     return f"Athanor: {dag_id}.{task_id} failed in run {run_id}: {reason}"
 
 
-def notify_failure(context: Mapping[str, Any], *, webhook: str | None = None, timeout_s: float = 10.0) -> str:
-    """Send the failure message to the webhook (if configured); returns the message."""
+def notify_failure(context: Mapping[str, Any], *, webhook: str | None, timeout_s: float = 10.0) -> str:
+    """Log the failure message and POST it to `webhook` if there is one; returns the message."""
     message = failure_message(context)
     log.error(message)
-    url = webhook or os.environ.get("ATHANOR_ALERT_WEBHOOK")
-    if not url:
+    if not webhook:
         return message
     request = urllib.request.Request(
-        url,
+        webhook,
         data=json.dumps({"text": message}).encode(),
         headers={"Content-Type": "application/json"},
         method="POST",
@@ -44,6 +45,7 @@ def notify_failure(context: Mapping[str, Any], *, webhook: str | None = None, ti
         with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310 - operator-set URL
             response.read()
     except OSError as exc:
-        # A broken alert channel must not hide the original failure.
+        # A broken alert channel must not hide the original failure. The URL is not logged:
+        # a webhook URL often carries its token.
         log.warning("could not send the failure alert to the webhook: %s", exc)
     return message
