@@ -1,4 +1,5 @@
-"""Every DAG imports cleanly and follows the team's rules (tags, retries, schedule, docs)."""
+"""Every DAG imports cleanly, follows the team's rules (tags, retries, schedule, docs) and runs the
+stages `athanor.flow.STAGES` declares: its tasks, their order, pools, assets and failure alerts."""
 
 from __future__ import annotations
 
@@ -31,14 +32,53 @@ def test_dags_follow_the_rules(dagbag) -> None:
             assert task.doc_md or task.doc, f"{dag_id}.{task.task_id} has no docstring"
 
 
+def test_tasks_and_their_order_are_the_declared_stages(dagbag) -> None:
+    from athanor.flow import STAGES, stages_of
+
+    assert set(dagbag.dag_ids) == {stage.dag_id for stage in STAGES}
+    for dag_id, dag in dagbag.dags.items():
+        stages = stages_of(dag_id)
+        assert {t.task_id for t in dag.tasks} == {s.name for s in stages}, dag_id
+        for position, stage in enumerate(stages):
+            # A stage's inputs are among the stages it runs after; those are exactly its upstream
+            # tasks, and come before it in STAGES (the order `athanor run` follows).
+            assert set(stage.inputs) <= set(stage.after), stage.name
+            assert dag.get_task(stage.name).upstream_task_ids == set(stage.after), stage.name
+            assert set(stage.after) <= {s.name for s in stages[:position]}, stage.name
+
+
 def test_warehouse_writers_share_one_pool(dagbag) -> None:
+    from athanor.flow import STAGE
     from athanor_common import WRITER_POOL
 
     writers = {"load", "validate", "fit_durations", "recommend_mix", "recommend_lifecycle", "publish"}
+    assert {name for name, stage in STAGE.items() if stage.writes_warehouse} == writers
     for dag in dagbag.dags.values():
         for task in dag.tasks:
-            if task.task_id in writers:
-                assert task.pool == WRITER_POOL, task.task_id
+            expected = WRITER_POOL if STAGE[task.task_id].writes_warehouse else "default_pool"
+            assert task.pool == expected, task.task_id
+
+
+def test_each_stage_emits_its_declared_asset(dagbag) -> None:
+    from athanor.flow import STAGE
+    from athanor_common import ASSETS
+
+    for dag in dagbag.dags.values():
+        for task in dag.tasks:
+            emits = STAGE[task.task_id].emits
+            assert [(o.name, o.uri) for o in task.outlets] == (
+                [(emits, ASSETS[emits].uri)] if emits else []
+            ), task.task_id
+    assert {stage.emits for stage in STAGE.values() if stage.emits} == {"athanor_warehouse", "athanor_report"}
+
+
+def test_every_task_alerts_through_the_notifier(dagbag) -> None:
+    from athanor_common import FailureNotifier
+
+    for dag in dagbag.dags.values():
+        for task in dag.tasks:
+            callbacks = task.on_failure_callback
+            assert [type(c) for c in callbacks] == [FailureNotifier], task.task_id
 
 
 def test_optimize_runs_on_the_ingest_asset(dagbag) -> None:
