@@ -11,6 +11,8 @@ import pytest
 from scipy import integrate, optimize, stats
 
 from athanor.model import durations as D
+from athanor.model.durations.families import _FAMILY_TABLE
+from athanor.model.durations.sample import _Sample
 
 TRUTH = {
     "lognormal": {"mu": 8.0, "sigma": 1.2},
@@ -127,8 +129,8 @@ def test_lognormal_matches_scipy_censored_fit() -> None:
 @pytest.mark.parametrize("family", D.FAMILIES)
 def test_analytic_gradients_match_finite_differences(family: str) -> None:
     x, cens = _censored_sample(stats.lognorm(s=1.0, scale=2000.0), 500, 4000.0, seed=5)
-    s = D._Sample.from_arrays(x, cens)
-    fam = D._FAMILY_TABLE[family]
+    s = _Sample.from_arrays(x, cens)
+    fam = _FAMILY_TABLE[family]
     theta = fam.start(s) + 0.1
     num = optimize.approx_fprime(theta, lambda th: fam.nll(th, s)[0], 1e-7)
     assert np.allclose(fam.nll(theta, s)[1], num, rtol=1e-3, atol=1e-6)
