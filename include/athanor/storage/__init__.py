@@ -1,1 +1,0 @@
-"""Checkpoint storage: inventories, checkpoint runs, prices, policies, lifecycle rules, apply."""
