@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -13,6 +14,8 @@ from scipy import integrate, optimize, stats
 from athanor.model import durations as D
 from athanor.model.durations.families import _FAMILY_TABLE
 from athanor.model.durations.sample import _Sample
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "jobs"
 
 TRUTH = {
     "lognormal": {"mu": 8.0, "sigma": 1.2},
@@ -314,6 +317,10 @@ def test_record_is_json_with_required_keys() -> None:
     assert len(rec["p90_ci_s"]) == 2
     table = D.format_table([rec])
     assert "all" in table and rec["family"] in table and len(table.splitlines()) == 3
+    header, rule, row = table.splitlines()
+    assert header.split()[:4] == ["group", "n", "cens", "family"] and set(rule) == {"-", " "}
+    # Counts are right-aligned under their heading.
+    assert row.split()[1] == "1000" and row.index(" 1000 ") + 5 == header.index(" n ") + 2
 
 
 def test_compare_fits_flags_family_change_and_p90_shift() -> None:
@@ -383,7 +390,33 @@ def test_load_rejects_end_before_start(tmp_path) -> None:
     runs.loc[0, "end_time"] = "2026-10-31T23:00:00Z"
     path = tmp_path / "bad.csv"
     runs.to_csv(path, index=False)
-    with pytest.raises(ValueError, match="j1"):
+    # Refused by the job-log reader, with its message: file, row, column.
+    with pytest.raises(ValueError, match="row 1, column end_time: end before start"):
+        D.load_durations(path)
+
+
+def test_load_drops_jobs_started_after_as_of(tmp_path) -> None:
+    path = tmp_path / "runs.csv"
+    _job_runs().to_csv(path, index=False)
+    # At 02:30 j4 (started 03:00) did not exist yet; the others keep their logged durations.
+    df = D.load_durations(path, as_of="2026-11-01T02:30:00Z")
+    assert df.job_id.tolist() == ["j1", "j2", "j3"]
+    assert df.duration_s.tolist() == [1800.0, 7200.0, 10.0]
+
+
+def test_load_slurm_log_through_the_ingest_reader() -> None:
+    df = D.load_durations(FIXTURES / "sacct.txt")
+    # 1008 and 1009 never started; 1007 is running: sacct's Elapsed (3 h), censored.
+    assert df.job_id.tolist() == ["1001", "1002", "1003", "1004", "1005", "1006", "1007", "1010_3"]
+    assert df.duration_s.tolist() == [93784.0, 5400.0, 2700.0, 600.0, 86400.0, 184.0, 10800.0, 1200.0]
+    assert df.censored.tolist() == [False, False, True, True, False, False, True, False]
+    assert df.gpu_count.tolist() == [16.0, 16.0, 8.0, 4.0, 8.0, 8.0, 16.0, 1.0]
+
+
+def test_load_refuses_a_file_that_is_neither_a_job_log_nor_one_number_column(tmp_path) -> None:
+    path = tmp_path / "two.csv"
+    path.write_text("a,b\n1,2\n")
+    with pytest.raises(ValueError, match="not a known job-log format"):
         D.load_durations(path)
 
 

@@ -1,4 +1,22 @@
-"""Durations from a file: a job-run file, or one column of seconds."""
+"""Durations from a file: a job log (through the ingest reader), or one column of seconds.
+
+A job log is read by ``athanor.ingest.jobs.read_job_runs``, so the CLI accepts what
+ingestion accepts (generic CSV/Parquet, Slurm sacct, SageMaker JSON) and refuses what
+it refuses. Where the frame differs from what this command read before it used that
+reader:
+
+* the file must pass ingestion's checks: every required column of the generic schema,
+  known states and pricing models, counts present, an end time for every finished job
+  (the old reader needed start_time, end_time and state only, took an empty instance
+  count as 1 and empty GPUs as 0, and censored a finished job without an end);
+* without ``as_of``, a running job runs to the latest timestamp in the file as before,
+  except on Slurm, where sacct's Elapsed is taken (what ingestion stores); with
+  ``as_of``, a job that started after it is left out (before: an error);
+* the tag columns hold canonical values: state lower-case, ``pricing_model`` as
+  ``on_demand`` (not ``on-demand``), ``instance_type`` without SageMaker's ``ml.`` prefix,
+  ``job_id`` text; a tag column with no value at all is left out, as an absent column was;
+* an end before its start is refused with ingestion's message (file, row, column).
+"""
 
 from __future__ import annotations
 
@@ -8,79 +26,67 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-CENSORED_STATES = frozenset({"preempted", "cancelled", "running"})
+from athanor.ingest import jobs
+from athanor.ingest.jobs import CENSORED_STATES
 
+__all__ = ["CENSORED_STATES", "load_durations"]
 
-def _read_table(path: Path) -> pd.DataFrame:
-    if path.suffix.lower() in (".parquet", ".pq"):
-        return pd.read_parquet(path)
-    return pd.read_csv(path)
-
-
-def _timestamps(col: pd.Series) -> pd.Series:
-    col = col.replace("", None)
-    try:
-        return pd.to_datetime(col, utc=True, format="ISO8601")
-    except (ValueError, TypeError):
-        return pd.to_datetime(col, utc=True, format="mixed")
+# What a fit groups by or reports, as the job log names them.
+TAG_COLUMNS = ("job_id", "state", "team", "project", "model", "instance_type", "pricing_model")
 
 
 def load_durations(path: str | Path, as_of: Any = None) -> pd.DataFrame:
-    """Durations from a job-run file (canonical schema) or a one-column CSV of seconds.
+    """Durations from a job log or from a file of one numeric column (seconds).
 
-    Job-run files give duration_s = end - start (running jobs: as_of - start; as_of
-    defaults to the latest timestamp in the file), censored = state in preempted /
-    cancelled / running or no end_time, gpu_count = instance_count * gpus_per_instance
-    (an empty count means 1 instance, empty GPUs mean 0; an absent column means 1), and
-    keep the tag columns. Jobs that never started are dropped; an end before its
-    start is an error. A plain file's single numeric column is taken as uncensored
-    seconds on one GPU.
+    A job log gives duration_s, censored (preempted, cancelled, running) and
+    gpu_count = instance_count x gpus_per_instance, with the tag columns; jobs that
+    never started are dropped. A file the job-log reader refuses is taken as
+    uncensored seconds on one GPU if it has exactly one numeric column; otherwise
+    the reader's complaint stands.
     """
     path = Path(path)
-    raw = _read_table(path)
-    if {"start_time", "end_time", "state"} <= set(raw.columns):
-        return _job_run_durations(raw, as_of)
+    try:
+        runs = jobs.read_job_runs(path, as_of=as_of)
+    except jobs.JobRunError as refused:
+        plain = _plain_durations(path)
+        if plain is None:
+            raise refused from None
+        return plain
+    return _job_run_durations(runs, as_of)
+
+
+def _job_run_durations(runs: pd.DataFrame, as_of: Any) -> pd.DataFrame:
+    duration_s = runs["duration_s"]
+    if as_of is None:
+        # The file is the state of the fleet at its latest timestamp: a job still running
+        # has run until then (ingestion leaves its duration empty without an as_of).
+        latest = runs[["submit_time", "start_time", "end_time"]].max().max()
+        ran = (latest - runs["start_time"]).dt.total_seconds()
+        duration_s = duration_s.fillna(ran.where(runs["state"] == "running"))
+    keep = runs["start_time"].notna() & duration_s.notna()
+    frame = runs.loc[keep].reset_index(drop=True)
+    out = pd.DataFrame(
+        {
+            "duration_s": duration_s[keep].to_numpy(dtype=float),
+            "censored": frame["censored"].to_numpy(dtype=bool),
+            "gpu_count": frame["gpu_count"].to_numpy(dtype=float),
+        }
+    )
+    for column in TAG_COLUMNS:
+        if frame[column].notna().any():
+            out[column] = frame[column].to_numpy()
+    return out
+
+
+def _plain_durations(path: Path) -> pd.DataFrame | None:
+    try:
+        raw = pd.read_parquet(path) if path.suffix.lower() in (".parquet", ".pq") else pd.read_csv(path)
+    except (ValueError, OSError):
+        return None
     numeric = [c for c in raw.columns if pd.api.types.is_numeric_dtype(raw[c])]
     if len(numeric) != 1:
-        raise ValueError(
-            f"{path.name}: expected a job-run file or one numeric column, got {list(raw.columns)}"
-        )
+        return None
     x = raw[numeric[0]].dropna().to_numpy(dtype=float)
     if np.any(x < 0):
         raise ValueError(f"{path.name}: negative durations in column {numeric[0]}")
     return pd.DataFrame({"duration_s": x, "censored": False, "gpu_count": 1.0})
-
-
-def _column(frame: pd.DataFrame, name: str, missing: float) -> np.ndarray:
-    if name not in frame:
-        return np.ones(len(frame))
-    return pd.to_numeric(frame[name], errors="coerce").fillna(missing).to_numpy(dtype=float)
-
-
-def _job_run_durations(raw: pd.DataFrame, as_of: Any) -> pd.DataFrame:
-    stamps = {c: _timestamps(raw[c]) for c in ("submit_time", "start_time", "end_time") if c in raw}
-    if as_of is None:
-        as_of = max(s.max() for s in stamps.values() if s.notna().any())
-    as_of = pd.Timestamp(as_of)
-    as_of = as_of.tz_localize("UTC") if as_of.tzinfo is None else as_of.tz_convert("UTC")
-    started = stamps["start_time"].notna()
-    start, end = stamps["start_time"][started], stamps["end_time"][started]
-    frame = raw.loc[started].copy()
-    running = end.isna()
-    duration_s = (end.fillna(as_of) - start).dt.total_seconds()
-    bad = duration_s < 0
-    if bad.any():
-        example = frame.loc[bad].iloc[0].get("job_id", frame.index[bad][0])
-        raise ValueError(f"{int(bad.sum())} jobs end before they start (e.g. job {example})")
-    state = frame["state"].astype(str).str.strip().str.lower()
-    out = pd.DataFrame(
-        {
-            "duration_s": duration_s.to_numpy(dtype=float),
-            "censored": (state.isin(CENSORED_STATES) | running).to_numpy(dtype=bool),
-            "gpu_count": _column(frame, "instance_count", 1.0) * _column(frame, "gpus_per_instance", 0.0),
-        }
-    )
-    for col in ("job_id", "state", "team", "project", "model", "instance_type", "pricing_model"):
-        if col in frame:
-            out[col] = frame[col].to_numpy()
-    return out

@@ -1,10 +1,12 @@
-"""Fit records as a fixed-width text table (the CLI's --format table)."""
+"""Fit records as a text table, laid out by tabulate (the CLI's --format table)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 from typing import Any
+
+from tabulate import tabulate
 
 
 def _fmt_s(v: float | None) -> str:
@@ -23,22 +25,25 @@ def _fmt_share(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:.1f}%"
 
 
+# (heading, right-aligned): durations, counts and shares line up on the right.
+COLUMNS: tuple[tuple[str, bool], ...] = (
+    ("group", False),
+    ("n", True),
+    ("cens", True),
+    ("family", False),
+    ("p50", True),
+    ("p90", True),
+    ("p99", True),
+    ("KS", True),
+    ("p", True),
+    ("<48h jobs", True),
+    ("<48h GPU-h", True),
+    ("note", False),
+)
+
+
 def format_table(records: Sequence[dict[str, Any]]) -> str:
     """Fixed-width table of fit records (one line per group)."""
-    header = (
-        "group",
-        "n",
-        "cens",
-        "family",
-        "p50",
-        "p90",
-        "p99",
-        "KS",
-        "p",
-        "<48h jobs",
-        "<48h GPU-h",
-        "note",
-    )
     rows = []
     for r in records:
         family = r["family"]
@@ -61,13 +66,11 @@ def format_table(records: Sequence[dict[str, Any]]) -> str:
                 f"from {r['borrowed_from']}" if r.get("borrowed_from") else "",
             )
         )
-    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(header)]
-    numeric = {1, 2, 4, 5, 6, 7, 8, 9, 10}
-
-    def line(cells: Sequence[str]) -> str:
-        return "  ".join(
-            c.rjust(w) if i in numeric else c.ljust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ).rstrip()
-
-    return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+    table = tabulate(
+        rows,
+        headers=[name for name, _ in COLUMNS],
+        tablefmt="simple",
+        colalign=["right" if right else "left" for _, right in COLUMNS],
+        disable_numparse=True,
+    )
+    return "\n".join(line.rstrip() for line in table.splitlines())
