@@ -23,7 +23,7 @@ import duckdb
 from athanor.errors import DataRejected
 from athanor.ingest.deliveries import ingest_deliveries
 from athanor.settings import Settings
-from athanor.warehouse import connect, publish_snapshot, sql, transaction
+from athanor.warehouse import connect, insert_rows, publish_snapshot, sql, transaction
 
 
 @dataclass(frozen=True)
@@ -131,6 +131,20 @@ def _drift_reason(row: dict[str, Any]) -> str | None:
     return f"p90 moved {row['p90_rel_shift']:+.0%}"
 
 
+# A fit record's figures stored as duration_fits columns of the same name.
+_FIT_FIGURES = (
+    "aic",
+    "bic",
+    "ks",
+    "ks_pvalue",
+    "p50_s",
+    "p90_s",
+    "p99_s",
+    "share_jobs_under_48h",
+    "share_gpu_hours_under_48h",
+)
+
+
 def fit_durations(run: RunContext) -> dict:
     """Fit duration distributions overall and per group, store them with history, flag drift."""
     from athanor.model import durations
@@ -163,31 +177,23 @@ def fit_durations(run: RunContext) -> dict:
         }
         with transaction(con):
             con.execute("delete from duration_fits where run_id = ?", [run.run_id])
-            for level, r in records:
-                con.execute(
-                    "insert into duration_fits values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        run.run_id,
-                        as_of,
-                        level,
-                        r["group"],
-                        r["n"],
-                        r["censored"],
-                        r["family"],
-                        json.dumps(r["params"]),
-                        r.get("aic"),
-                        r.get("bic"),
-                        r.get("ks"),
-                        r.get("ks_pvalue"),
-                        r.get("p50_s"),
-                        r.get("p90_s"),
-                        r.get("p99_s"),
-                        r.get("share_jobs_under_48h"),
-                        r.get("share_gpu_hours_under_48h"),
-                        drift.get(r["group"]),
-                        json.dumps(r, default=str),
-                    ],
-                )
+            rows = [
+                {
+                    "run_id": run.run_id,
+                    "as_of": as_of,
+                    "group_by": level,
+                    "group_key": r["group"],
+                    "n": r["n"],
+                    "censored": r["censored"],
+                    "family": r["family"],
+                    "params": json.dumps(r["params"]),
+                    **{k: r.get(k) for k in _FIT_FIGURES},
+                    "drift_flag": drift.get(r["group"]),
+                    "record": json.dumps(r, default=str),
+                }
+                for level, r in records
+            ]
+            insert_rows(con, "duration_fits", rows)
         explained = {
             currency: round(float(share or 0.0), 4)
             for currency, _, _, share in con.execute(sql("marts/spend_explained")).fetchall()
@@ -266,10 +272,16 @@ def _record_stage(run: RunContext, stage: str, status: str, summary: dict) -> No
     con = run.connect()
     try:
         now = datetime.now(UTC).replace(tzinfo=None)
-        con.execute(
-            "insert or replace into pipeline_runs values (?, ?, ?, ?, ?, ?, ?)",
-            [run.run_id, stage, run.as_of, now, now, status, json.dumps(summary, default=str)],
-        )
+        row = {
+            "run_id": run.run_id,
+            "stage": stage,
+            "as_of": run.as_of,
+            "started_at": now,
+            "finished_at": now,
+            "status": status,
+            "summary": json.dumps(summary, default=str),
+        }
+        insert_rows(con, "pipeline_runs", [row], replace=True)
     finally:
         con.close()
 

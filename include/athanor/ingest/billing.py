@@ -40,7 +40,15 @@ import duckdb
 
 from athanor.ingest import sources
 from athanor.ingest.sources import BillingFormat
-from athanor.warehouse import quote_ident, sql, transaction
+from athanor.warehouse import (
+    LoadRecord,
+    insert_rows,
+    mark_replaced,
+    quote_ident,
+    record_load,
+    sql,
+    transaction,
+)
 
 # What reading a bad or broken file raises.
 _READ_ERRORS = (duckdb.Error, EOFError, gzip.BadGzipFile)
@@ -615,11 +623,22 @@ def ingest_billing(
         periods = tuple(sorted({group.period for group in landed}))
         accounts = sorted({group.account for group in landed})
         rows = sum(t.rows for t in file_totals.values())
-        con.execute(
-            "insert or replace into loads values (?, 'billing', ?, ?, ?, ?, ?, ?, ?, ?, 'loaded', null, ?, ?)",
-            [load_id, fmt.name, uri, list(names), digest, size, rows, list(periods), accounts,
-             started_at, datetime.now(UTC).replace(tzinfo=None)],
-        )  # fmt: skip
+        record = LoadRecord(
+            load_id=load_id,
+            kind="billing",
+            source_format=fmt.name,
+            source_uri=uri,
+            files=names,
+            checksum_sha256=digest,
+            size_bytes=size,
+            row_count=rows,
+            billing_periods=periods,
+            billing_accounts=tuple(accounts),
+            status="loaded",
+            started_at=started_at,
+            finished_at=datetime.now(UTC).replace(tzinfo=None),
+        )
+        record_load(con, record)
     return LoadResult(
         load_id, names, fmt.name, "loaded", rows, billed, periods, replaced, time.monotonic() - started
     )
@@ -656,11 +675,7 @@ def _replace_restated(con: duckdb.DuckDBPyConnection, load_id: str) -> int:
     ).fetchone()[0]
     if replaced:
         # Deliveries whose every row was restated away stay in the ledger as history.
-        con.execute(
-            """update loads set status = 'replaced'
-               where kind = 'billing' and status = 'loaded'
-                 and load_id not in (select distinct load_id from billing_facts)"""
-        )
+        mark_replaced(con)
     return int(replaced)
 
 
@@ -708,11 +723,19 @@ def _reconcile(
             same = [group for group in mine if group.currency == currency]
             got = sum((group.total for group in same), Decimal(0)) if same else None
             ok = loaded_rows == totals.rows and want == got
-            con.execute(
-                "insert into reconciliations values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [load_id, file, currency, totals.rows, loaded_rows, want, got, (got or 0) - (want or 0), ok,
-                 checked_at],
-            )  # fmt: skip
+            row = {
+                "load_id": load_id,
+                "source_file": file,
+                "billing_currency": currency,
+                "file_rows": totals.rows,
+                "loaded_rows": loaded_rows,
+                "file_billed_cost": want,
+                "loaded_billed_cost": got,
+                "difference": (got or 0) - (want or 0),
+                "reconciled": ok,
+                "checked_at": checked_at,
+            }
+            insert_rows(con, "reconciliations", [row])
             if not ok:
                 raise IngestError(
                     file,
@@ -734,8 +757,16 @@ def record_failure(
     """Write a failed delivery to the ledger (outside the rolled-back load transaction)."""
     digest, size = checksum(files)
     now = datetime.now(UTC).replace(tzinfo=None)
-    con.execute(
-        """insert or replace into loads values (?, ?, null, ?, ?, ?, ?, null, null, null, 'failed', ?, ?, ?)""",
-        [digest[:16], kind, source_uri or str(files[0].parent), [f.name for f in files], digest, size,
-         str(error), now, now],
-    )  # fmt: skip
+    record = LoadRecord(
+        load_id=digest[:16],
+        kind=kind,
+        source_uri=source_uri or str(files[0].parent),
+        files=tuple(f.name for f in files),
+        checksum_sha256=digest,
+        size_bytes=size,
+        status="failed",
+        message=str(error),
+        started_at=now,
+        finished_at=now,
+    )
+    record_load(con, record)

@@ -25,7 +25,7 @@ from athanor.ingest.billing import (
     sources,
 )
 from athanor.settings import Settings
-from athanor.warehouse import connect, transaction
+from athanor.warehouse import LoadRecord, connect, insert_rows, record_load, transaction
 
 
 @dataclass
@@ -193,10 +193,20 @@ def _ledger(
     rows: int,
 ) -> None:
     now = datetime.now(UTC).replace(tzinfo=None)
-    con.execute(
-        "insert or replace into loads values (?, ?, ?, ?, ?, ?, ?, ?, null, null, 'loaded', null, ?, ?)",
-        [load_id, kind, fmt, str(files[0].parent), [f.name for f in files], digest, size, rows, now, now],
+    record = LoadRecord(
+        load_id=load_id,
+        kind=kind,
+        source_format=fmt,
+        source_uri=str(files[0].parent),
+        files=tuple(f.name for f in files),
+        checksum_sha256=digest,
+        size_bytes=size,
+        row_count=rows,
+        status="loaded",
+        started_at=now,
+        finished_at=now,
     )
+    record_load(con, record)
 
 
 def _quality_gate(
@@ -289,10 +299,14 @@ def ingest_ebs(con: duckdb.DuckDBPyConnection, file: Path) -> str:
     parsed = read_ebs(document if kind == "volumes" else None, document if kind == "snapshots" else None)
     items = len(parsed.volumes if kind == "volumes" else parsed.snapshots)
     with transaction(con):
-        con.execute(
-            "insert or replace into ebs_listings values (?, ?, ?, ?, ?)",
-            [load_id, kind, file.name, items, json.dumps(document)],
-        )
+        listing = {
+            "load_id": load_id,
+            "kind": kind,
+            "source_file": file.name,
+            "items": items,
+            "document": json.dumps(document),
+        }
+        insert_rows(con, "ebs_listings", [listing], replace=True)
         _ledger(con, load_id, "ebs", f"ebs_{kind}", [file], digest, size, items)
     return f"{file.name}: EBS {kind}, {items:,} items"
 

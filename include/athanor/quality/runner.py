@@ -20,7 +20,7 @@ import duckdb
 
 from athanor.errors import DataRejected
 from athanor.quality.suites import ERROR, SOURCE_COLUMN, WARN, QualityConfig, Rule, suite_rules
-from athanor.warehouse import quote_ident
+from athanor.warehouse import insert_rows, quote_ident
 
 EXAMPLES = 5
 # Tables that hold many loads: a batch is the rows of one load_id.
@@ -238,11 +238,15 @@ def _prepare(
             for currency, total in (totals.items() or [(None, None)])
         ]
         if rows:
-            con.executemany("insert into dq_file_figures values (?, ?, ?, ?)", rows)
+            con.executemany(
+                """insert into dq_file_figures (source_file, billing_currency, file_rows, file_billed_cost)
+                   values (?, ?, ?, ?)""",
+                rows,
+            )
     elif context.load_id:
         # A batch validated after its load: the file figures are in the reconciliations ledger.
         con.execute(
-            """insert into dq_file_figures
+            """insert into dq_file_figures by name
                select source_file, billing_currency, file_rows, file_billed_cost
                from reconciliations where load_id = ?""",
             [context.load_id],
@@ -365,28 +369,26 @@ def store_results(
         "delete from dq_results where run_id = ? and load_id is not distinct from ? and suite = ?",
         [ctx.run_id, ctx.load_id, outcome.suite],
     )
-    con.executemany(
-        "insert into dq_results values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            [
-                ctx.run_id,
-                ctx.load_id,
-                outcome.suite,
-                outcome.table,
-                r.rule,
-                r.column,
-                r.severity,
-                r.success,
-                r.observed_value,
-                r.unexpected_count,
-                list(r.examples),
-                list(r.files) or list(ctx.file_names),
-                r.exception,
-                outcome.checked_at,
-            ]
-            for r in outcome.results
-        ],
-    )
+    rows = [
+        {
+            "run_id": ctx.run_id,
+            "load_id": ctx.load_id,
+            "suite": outcome.suite,
+            "table_name": outcome.table,
+            "rule": r.rule,
+            "column_name": r.column,
+            "severity": r.severity,
+            "success": r.success,
+            "observed_value": r.observed_value,
+            "unexpected_count": r.unexpected_count,
+            "examples": list(r.examples),
+            "files": list(r.files) or list(ctx.file_names),
+            "exception": r.exception,
+            "checked_at": outcome.checked_at,
+        }
+        for r in outcome.results
+    ]
+    insert_rows(con, "dq_results", rows)
     if artifacts_dir is None:
         return None
     path = Path(artifacts_dir) / ctx.run_id / f"dq-{outcome.suite}-{ctx.load_id or 'batch'}.json"

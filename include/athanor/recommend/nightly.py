@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -22,7 +22,7 @@ import pandas as pd
 from athanor.recommend import mix, spot
 from athanor.recommend.backtest import backtest, backtest_synthetic_scenarios
 from athanor.reference import DATA_DIR
-from athanor.warehouse import sql, transaction
+from athanor.warehouse import insert_rows, sql, transaction
 
 PLANNING_WINDOW_DAYS = 30
 # The synthetic backtest scenarios are priced as a p4d.24xlarge fleet (on-demand $/h, us-east-1,
@@ -219,6 +219,53 @@ def _money(value: float | None) -> Decimal | None:
     return None if value is None or not np.isfinite(value) else Decimal(str(round(value, 2)))
 
 
+# The kinds each recommender owns: a run's rows of these are replaced together.
+MIX_KINDS = ("reserved_instances", "savings_plan", "spot", "mix")
+STORAGE_KINDS = ("lifecycle", "ebs", "storage")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Recommendation:
+    """One `recommendations` row of a run (sql/schema/021_recommendations.sql); money in USD a month."""
+
+    kind: str
+    scope: str
+    action: str
+    recommended_quantity: float | None = None
+    hourly_commitment: float | None = None
+    term_months: int | None = None
+    upfront_cost: Decimal | None = None
+    recurring_monthly_cost: Decimal | None = None
+    estimated_monthly_cost: Decimal | None = None
+    current_monthly_cost: Decimal | None = None
+    estimated_monthly_savings_amount: Decimal | None = None
+    estimated_savings_percentage: float | None = None
+    average_utilization: float | None = None
+    coverage: float | None = None
+    break_even_months: float | None = None
+    risk: str | None = None
+    assumptions: str | None = None  # JSON
+    detail: str | None = None  # JSON
+
+
+def store_recommendations(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    as_of: date,
+    kinds: tuple[str, ...],
+    recommendations: list[Recommendation],
+) -> None:
+    """The one writer of `recommendations`: this run's rows of `kinds` replaced (in the caller's transaction)."""
+    strays = sorted({r.kind for r in recommendations} - set(kinds))
+    if strays:
+        raise ValueError(f"recommendations of kinds {strays} would not replace this run's earlier ones")
+    con.execute(
+        "delete from recommendations where run_id = ? and list_contains(?, kind)", [run_id, list(kinds)]
+    )
+    rows = [{"run_id": run_id, "as_of": as_of, **asdict(r)} for r in recommendations]
+    insert_rows(con, "recommendations", rows)
+
+
 def _store_mix(
     con: duckdb.DuckDBPyConnection,
     run_id: str,
@@ -323,10 +370,26 @@ def _store_mix(
             summary,
         )
     )
-    with transaction(con):
-        con.execute(
-            "delete from recommendations where run_id = ? and kind in ('reserved_instances', 'savings_plan', 'spot', 'mix')",
-            [run_id],
+    recommendations = [
+        Recommendation(
+            kind=kind,
+            scope=scope,
+            action=action,
+            recommended_quantity=qty,
+            hourly_commitment=hourly,
+            term_months=term,
+            upfront_cost=_money(upfront),
+            recurring_monthly_cost=_money(recurring),
+            estimated_monthly_cost=_money(cost),
+            current_monthly_cost=_money(current),
+            estimated_monthly_savings_amount=_money(savings),
+            estimated_savings_percentage=pct,
+            average_utilization=util,
+            coverage=cov,
+            break_even_months=breakeven,
+            risk=risk,
+            assumptions=assumptions,
+            detail=json.dumps(detail, default=str),
         )
         for (
             kind,
@@ -346,32 +409,10 @@ def _store_mix(
             breakeven,
             risk,
             detail,
-        ) in rows:
-            con.execute(
-                "insert into recommendations values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    run_id,
-                    as_of,
-                    kind,
-                    scope,
-                    action,
-                    qty,
-                    hourly,
-                    term,
-                    _money(upfront),
-                    _money(recurring),
-                    _money(cost),
-                    _money(current),
-                    _money(savings),
-                    pct,
-                    util,
-                    cov,
-                    breakeven,
-                    risk,
-                    assumptions,
-                    json.dumps(detail, default=str),
-                ],
-            )
+        ) in rows
+    ]
+    with transaction(con):
+        store_recommendations(con, run_id, as_of, MIX_KINDS, recommendations)
         con.execute("delete from backtests where run_id = ?", [run_id])
         if not backtests.empty:
             con.register("bt", backtests)
@@ -464,46 +505,34 @@ def recommend_storage(
             )
         )
     summary_detail = {**detail, "applied": applied}
+    recommendations = [
+        Recommendation(
+            kind=kind,
+            scope=scope,
+            action=action,
+            current_monthly_cost=_money(before_m),
+            estimated_monthly_cost=_money(after_m),
+            estimated_monthly_savings_amount=_money(saving_year / rec.horizon_months),
+            estimated_savings_percentage=100.0 * (before_m - after_m) / before_m if before_m else 0.0,
+            risk="protected checkpoints (latest per run, keep-tagged) are never expired",
+            assumptions=json.dumps(detail["assumptions"], default=str),
+            detail=json.dumps(d, default=str),
+        )
+        for kind, scope, action, before_m, after_m, saving_year, d in rows
+    ]
+    recommendations.append(
+        Recommendation(
+            kind="storage",
+            scope="all buckets",
+            action=f"Checkpoint storage: save ${rec.savings_year_usd:,.0f} a year",
+            current_monthly_cost=_money(rec.before.total / rec.horizon_months),
+            estimated_monthly_cost=_money(rec.after.total / rec.horizon_months),
+            estimated_monthly_savings_amount=_money(rec.savings_month_usd),
+            detail=json.dumps(summary_detail, default=str),
+        )
+    )
     with transaction(con):
-        con.execute(
-            "delete from recommendations where run_id = ? and kind in ('lifecycle', 'ebs', 'storage')",
-            [run_id],
-        )
-        for kind, scope, action, before_m, after_m, saving_year, d in rows:
-            con.execute(
-                """insert into recommendations (run_id, as_of, kind, scope, action, current_monthly_cost,
-                       estimated_monthly_cost, estimated_monthly_savings_amount, estimated_savings_percentage,
-                       risk, assumptions, detail)
-                   values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                [
-                    run_id,
-                    as_of,
-                    kind,
-                    scope,
-                    action,
-                    _money(before_m),
-                    _money(after_m),
-                    _money(saving_year / rec.horizon_months),
-                    100.0 * (before_m - after_m) / before_m if before_m else 0.0,
-                    "protected checkpoints (latest per run, keep-tagged) are never expired",
-                    json.dumps(detail["assumptions"], default=str),
-                    json.dumps(d, default=str),
-                ],
-            )
-        con.execute(
-            """insert into recommendations (run_id, as_of, kind, scope, action, current_monthly_cost,
-                   estimated_monthly_cost, estimated_monthly_savings_amount, detail)
-               values (?, ?, 'storage', 'all buckets', ?, ?, ?, ?, ?)""",
-            [
-                run_id,
-                as_of,
-                f"Checkpoint storage: save ${rec.savings_year_usd:,.0f} a year",
-                _money(rec.before.total / rec.horizon_months),
-                _money(rec.after.total / rec.horizon_months),
-                _money(rec.savings_month_usd),
-                json.dumps(summary_detail, default=str),
-            ],
-        )
+        store_recommendations(con, run_id, as_of, STORAGE_KINDS, recommendations)
     return {
         "buckets": len(rec.configs),
         "savings_year_usd": round(rec.savings_year_usd, 2),

@@ -3,23 +3,30 @@
 - `connection`: `connect()` (session settings, schema brought up to date) and `transaction()`;
 - `migrations`: the schema under `sql/schema/` and the reference tables, applied once per version;
 - `ledger`: the `loads` table, one row per delivery, and its one writer;
+- `rows`: `insert_rows`, the way every writer inserts (columns named, values bound);
 - `snapshots`: the read-only copy analysts open;
 - `queries`: SQL text from `sql/`, and the one way fragments go into it;
 - `docs`: docs/warehouse.md from the catalog comments.
 """
 
 from athanor.warehouse.connection import connect, transaction
+from athanor.warehouse.ledger import LoadRecord, mark_replaced, record_load
 from athanor.warehouse.migrations import migrate
 from athanor.warehouse.queries import SQL_DIR, quote_ident, sql
+from athanor.warehouse.rows import insert_rows
 from athanor.warehouse.snapshots import open_snapshot, publish_snapshot
 
 __all__ = [
     "SQL_DIR",
+    "LoadRecord",
     "connect",
+    "insert_rows",
+    "mark_replaced",
     "migrate",
     "open_snapshot",
     "publish_snapshot",
     "quote_ident",
+    "record_load",
     "sql",
     "transaction",
 ]

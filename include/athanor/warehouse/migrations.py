@@ -24,6 +24,7 @@ import duckdb
 from athanor.reference import DATA_DIR
 from athanor.warehouse.connection import transaction
 from athanor.warehouse.queries import SQL_DIR
+from athanor.warehouse.rows import insert_rows
 
 log = logging.getLogger(__name__)
 
@@ -119,8 +120,10 @@ def _record(
     con: duckdb.DuckDBPyConnection, done: list[Definition], current: list[Definition], at: datetime
 ) -> None:
     """The one writer of `schema_migrations`: what was applied, and nothing the package no longer has."""
-    con.executemany(
-        "insert or replace into schema_migrations (name, sha256, applied_at) values (?, ?, ?)",
-        [[d.name, d.sha256, at] for d in done],
+    insert_rows(
+        con,
+        "schema_migrations",
+        [{"name": d.name, "sha256": d.sha256, "applied_at": at} for d in done],
+        replace=True,
     )
     con.execute("delete from schema_migrations where not list_contains(?, name)", [[d.name for d in current]])
