@@ -1,0 +1,586 @@
+"""Which GPU, how many, where: per workload class, the configuration to run it on.
+
+For each class (job runs grouped by team / project / model unless told otherwise) the plan
+prices every candidate configuration, an instance type x an instance count, each type in its
+reference region (its first row in ``reference/data/prices.csv``; job logs name no region), among
+the GPU types of the class's own cloud unless candidate types are named:
+
+- memory is the hard constraint: a configuration whose total GPU memory is below the class's
+  requirement (``athanor.model.performance``) is never recommended; with no requirement known,
+  the class keeps at least the GPU memory it has now, per GPU and in total;
+- hours per run scale from the class's observed hours on its current configuration through its
+  fitted throughput model (or the datasheet ratio, marked, without throughput data);
+- the recommendation is the cheapest configuration per run, at on-demand list prices, that fits
+  in memory and finishes within ``deadline_slack`` x the current hours; a team budget, when set,
+  may trade the deadline for cost (said so in the reason);
+- the cost-time frontier lists the configurations no other one beats on both cost and hours;
+- carbon per run = GPU-hours x board power x utilisation x PUE x grid intensity. Job logs carry
+  no utilisation, so it is 1 (the upper bound) and the reason says so. A lower-carbon option at
+  no extra cost (another region or type, same hours limit) is named when one exists.
+
+How to buy the recommended capacity follows the class's phase (PHASE_PURCHASE): the mix
+recommender's default, not a decision made here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pandas as pd
+
+from athanor.model.performance import (
+    MemoryRequirement,
+    Observation,
+    ScalingFit,
+    fit_class_scaling,
+    hours_on,
+    memory_requirement,
+)
+from athanor.reference import gpus as catalog
+from athanor.reference.vocabulary import HOURS_PER_MONTH
+
+DEFAULT_DEADLINE_SLACK = 1.5
+INSTANCE_COUNTS = (1, 2, 4, 8)
+# Several instances only of 8-GPU types: those are the multi-node clusters (EFA, InfiniBand) that
+# training spans; a class's scaling fitted within a node says nothing of eight 1-GPU machines
+# talking over the instance network.
+MULTI_NODE_MIN_GPUS = 8
+DEFAULT_GROUP_BY = ("team", "project", "model")
+PHASES = ("explore", "tune", "production")
+PHASE_PURCHASE = {
+    "explore": "spot or on-demand",
+    "tune": "commitment (reserved instances or a savings plan)",
+    "production": "dedicated capacity (a capacity reservation) with an SLA",
+}
+# Float sums of the same prices differ in the last bits: those differences are no reason to move.
+_TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One GPU instance type priced in one region, with what the plan needs of its GPU."""
+
+    instance_type: str
+    provider: str
+    region: str
+    gpus_per_instance: int
+    gpu_model: str
+    memory_per_gpu_gib: float | None
+    hourly_usd: float
+    fp16_dense_tflops: float | None
+    memory_bandwidth_gbps: float | None
+    board_power_w: float | None
+    gco2e_per_kwh: float | None
+    pue: float
+    # The type's reference region (first in prices.csv): where the plan prices and recommends it;
+    # its other regions only compete as lower-carbon options at no extra cost.
+    reference: bool = True
+
+    def speed(self, bound: str) -> float | None:
+        return self.fp16_dense_tflops if bound == "compute" else self.memory_bandwidth_gbps
+
+
+def candidates_from_catalog(
+    instance_types: Iterable[str] | None = None, provider: str | None = None
+) -> list[Candidate]:
+    """Every priced GPU type x region of the catalog (of some types, or of one provider)."""
+    wanted = None if instance_types is None else {t.strip().lower() for t in instance_types}
+    out = []
+    for row in catalog.catalog(provider):
+        inst, gpu, price = row.instance, row.gpu, row.price
+        if gpu is None or price is None or price.on_demand_usd_per_h is None:
+            continue
+        if wanted is not None and inst.instance_type.lower() not in wanted:
+            continue
+        grid = catalog.grid_intensity(inst.provider, price.region)
+        reference = catalog.reference_region(inst.instance_type)
+        out.append(
+            Candidate(
+                instance_type=inst.instance_type,
+                provider=inst.provider,
+                region=price.region,
+                gpus_per_instance=inst.gpu_count,
+                gpu_model=inst.gpu_model,
+                memory_per_gpu_gib=inst.gpu_memory_gib,
+                hourly_usd=float(price.on_demand_usd_per_h),
+                fp16_dense_tflops=gpu.fp16_dense_tflops,
+                memory_bandwidth_gbps=gpu.memory_bandwidth_gbps,
+                board_power_w=gpu.board_power_w,
+                gco2e_per_kwh=None if grid is None else grid.gco2e_per_kwh,
+                pue=catalog.pue(inst.provider),
+                reference=price.region == reference,
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class Option:
+    """A configuration evaluated for one class."""
+
+    candidate: Candidate
+    instance_count: int
+    hours_per_run: float
+    cost_per_run_usd: float
+    kgco2e_per_run: float | None
+    fits_memory: bool
+
+    @property
+    def gpus(self) -> int:
+        return self.candidate.gpus_per_instance * self.instance_count
+
+    @property
+    def total_memory_gib(self) -> float | None:
+        m = self.candidate.memory_per_gpu_gib
+        return None if m is None else m * self.gpus
+
+    @property
+    def label(self) -> str:
+        c = self.candidate
+        return f"{self.instance_count} x {c.instance_type} ({self.gpus} x {c.gpu_model}, {c.region})"
+
+    def config(self) -> dict[str, Any]:
+        return {
+            "instance_type": self.candidate.instance_type,
+            "instance_count": self.instance_count,
+            "gpus": self.gpus,
+        }
+
+
+@dataclass(frozen=True)
+class ClassInput:
+    """What the plan needs to know about one workload class."""
+
+    job_class: str
+    runs: int
+    current_instance_type: str
+    current_instance_count: int
+    current_hours_per_run: float
+    runs_per_month: float
+    memory: MemoryRequirement
+    scaling: ScalingFit
+    team: str | None = None
+    phase: str | None = None
+    utilisation: float | None = None  # mean GPU utilisation 0-1; None: unknown, 1 is used
+
+
+@dataclass(frozen=True)
+class ClassPlan:
+    job_class: str
+    team: str | None
+    runs: int
+    phase: str | None
+    purchase: str
+    memory: MemoryRequirement
+    scaling: ScalingFit
+    current: Option | None
+    recommended: Option | None
+    monthly_savings_usd: float
+    frontier: tuple[Option, ...]
+    greener: Option | None
+    reason: str
+    options: tuple[Option, ...] = field(default=(), repr=False)  # every configuration priced
+
+    def to_json(self) -> dict[str, Any]:
+        """The shape `athanor gpu-plan --format json` prints (issue 16, exact)."""
+
+        def both(attr: str, digits: int) -> dict[str, float | None]:
+            def one(o: Option | None) -> float | None:
+                v = None if o is None else getattr(o, attr)
+                return None if v is None else round(v, digits)
+
+            return {"current": one(self.current), "recommended": one(self.recommended)}
+
+        return {
+            "job_class": self.job_class,
+            "runs": self.runs,
+            "current": None if self.current is None else self.current.config(),
+            "recommended": None if self.recommended is None else self.recommended.config(),
+            "memory_required_gib": None if self.memory.total_gib is None else round(self.memory.total_gib, 2),
+            "hours_per_run": both("hours_per_run", 3),
+            "cost_per_run_usd": both("cost_per_run_usd", 2),
+            "monthly_savings_usd": round(self.monthly_savings_usd, 2),
+            "kgco2e_per_run": both("kgco2e_per_run", 3),
+            "reason": self.reason,
+        }
+
+
+def kgco2e(gpu_hours: float, c: Candidate, utilisation: float | None) -> float | None:
+    """GPU-hours x board power x utilisation (1 when unknown) x PUE x grid intensity, in kg."""
+    if c.board_power_w is None or c.gco2e_per_kwh is None:
+        return None
+    kwh = gpu_hours * c.board_power_w / 1000 * (1.0 if utilisation is None else utilisation) * c.pue
+    return kwh * c.gco2e_per_kwh / 1000
+
+
+def _find(candidates: Sequence[Candidate], instance_type: str) -> Candidate | None:
+    matches = [c for c in candidates if c.instance_type.lower() == instance_type.strip().lower()]
+    return next((c for c in matches if c.reference), matches[0] if matches else None)
+
+
+def _option(cls: ClassInput, cur: Candidate, c: Candidate, count: int, bound: str) -> Option | None:
+    gpus = c.gpus_per_instance * count
+    hours = hours_on(
+        cls.scaling,
+        ref_hours=cls.current_hours_per_run,
+        ref_speed=cur.speed(bound),
+        ref_gpus=cur.gpus_per_instance * cls.current_instance_count,
+        speed=c.speed(bound),
+        gpus=gpus,
+    )
+    if hours is None:
+        return None
+    fits = cls.memory.fits(gpus, c.memory_per_gpu_gib)
+    if fits is None:
+        # No requirement known: never less GPU memory than the class runs on now.
+        now = cur.memory_per_gpu_gib
+        fits = (
+            now is not None
+            and c.memory_per_gpu_gib is not None
+            and c.memory_per_gpu_gib >= now
+            and gpus * c.memory_per_gpu_gib >= now * cur.gpus_per_instance * cls.current_instance_count
+        )
+    return Option(
+        candidate=c,
+        instance_count=count,
+        hours_per_run=hours,
+        cost_per_run_usd=hours * count * c.hourly_usd,
+        kgco2e_per_run=kgco2e(hours * gpus, c, cls.utilisation),
+        fits_memory=bool(fits),
+    )
+
+
+def _frontier(options: Iterable[Option]) -> tuple[Option, ...]:
+    """Configurations no other one beats on both hours and cost, fastest first."""
+    out: list[Option] = []
+    for o in sorted(options, key=lambda o: (o.hours_per_run, o.cost_per_run_usd)):
+        if not out or o.cost_per_run_usd < out[-1].cost_per_run_usd - _TOLERANCE:
+            out.append(o)
+    return tuple(out)
+
+
+def _rank(o: Option, current: Option) -> tuple[float, int, int, float, float]:
+    # Cheapest first. At equal cost: the current configuration (no move for nothing), then fewer
+    # GPUs (equal cost on more GPUs rests on linear scaling, which real jobs rarely reach), then the
+    # faster, then the lower-carbon one.
+    same = o.candidate == current.candidate and o.instance_count == current.instance_count
+    return (
+        round(o.cost_per_run_usd, 6),
+        0 if same else 1,
+        o.gpus,
+        o.hours_per_run,
+        o.kgco2e_per_run or math.inf,
+    )
+
+
+def plan_class(
+    cls: ClassInput,
+    candidates: Sequence[Candidate],
+    *,
+    deadline_slack: float = DEFAULT_DEADLINE_SLACK,
+    counts: Sequence[int] = INSTANCE_COUNTS,
+    ignore_deadline: bool = False,
+    same_provider: bool = True,
+) -> ClassPlan:
+    """The plan for one class; ``candidates`` must include the current type. Candidates of other
+    providers than the current type's compete only with ``same_provider=False``."""
+    purchase = PHASE_PURCHASE.get(cls.phase or "", "not stated (no phase recorded)")
+
+    def bare(reason: str) -> ClassPlan:
+        return ClassPlan(
+            cls.job_class, cls.team, cls.runs, cls.phase, purchase, cls.memory, cls.scaling,
+            None, None, 0.0, (), None, reason,
+        )  # fmt: skip
+
+    cur = _find(candidates, cls.current_instance_type)
+    if cur is None:
+        return bare(f"{cls.current_instance_type} has no GPU figures or price in the catalog: not compared")
+    bound = cls.scaling.bound
+    if cur.speed(bound) is None:
+        what = "dense FP16 TFLOPS" if bound == "compute" else "memory bandwidth"
+        return bare(f"no {what} figure for {cur.gpu_model} ({cur.instance_type}): hours cannot be scaled")
+    current = _option(cls, cur, cur, cls.current_instance_count, bound)
+    assert current is not None  # the current speed is known, so its own hours are
+    options = [
+        o
+        for c in candidates
+        if c.provider == cur.provider or not same_provider
+        for n in counts
+        if n == 1 or c.gpus_per_instance >= MULTI_NODE_MIN_GPUS
+        if (o := _option(cls, cur, c, n, bound)) is not None
+    ]
+    if not any(o.candidate == cur and o.instance_count == cls.current_instance_count for o in options):
+        options.append(current)
+    limit = deadline_slack * cls.current_hours_per_run * (1 + _TOLERANCE)
+
+    def in_time(o: Option) -> bool:
+        return ignore_deadline or o.hours_per_run <= limit
+
+    here = [o for o in options if o.fits_memory and o.candidate.reference]
+    eligible = [o for o in here if in_time(o)]
+    recommended = min(eligible, key=lambda o: _rank(o, current)) if eligible else None
+    greener = None
+    if recommended is not None and recommended.kgco2e_per_run is not None:
+        cheaper_or_equal = [
+            o
+            for o in options
+            if o.fits_memory
+            and in_time(o)
+            and o.kgco2e_per_run is not None
+            and o.cost_per_run_usd <= recommended.cost_per_run_usd * (1 + 1e-6)
+            and o.kgco2e_per_run < recommended.kgco2e_per_run * (1 - 1e-6)
+        ]
+        greener = min(cheaper_or_equal, key=lambda o: (o.kgco2e_per_run, o.cost_per_run_usd), default=None)
+    savings = (
+        0.0
+        if recommended is None
+        else (current.cost_per_run_usd - recommended.cost_per_run_usd) * cls.runs_per_month
+    )
+    plan = ClassPlan(
+        job_class=cls.job_class,
+        team=cls.team,
+        runs=cls.runs,
+        phase=cls.phase,
+        purchase=purchase,
+        memory=cls.memory,
+        scaling=cls.scaling,
+        current=current,
+        recommended=recommended,
+        monthly_savings_usd=savings,
+        frontier=_frontier(here),
+        greener=greener,
+        reason="",
+        options=tuple(options),
+    )
+    return replace(plan, reason=_reason(plan, cls, deadline_slack, ignore_deadline))
+
+
+def _pct(new: float, old: float) -> str:
+    return f"{(new / old - 1) * 100:+.0f} %" if old else "n/a"
+
+
+def _reason(p: ClassPlan, cls: ClassInput, slack: float, ignore_deadline: bool) -> str:
+    cur, rec = p.current, p.recommended
+    assert cur is not None
+    parts = []
+    if rec is None:
+        need = "unknown" if p.memory.total_gib is None else f"{p.memory.total_gib:,.0f} GiB"
+        parts.append(
+            f"no configuration holds the memory ({need}) "
+            f"within {slack:g} x the current hours: nothing to recommend"
+        )
+    elif rec.candidate == cur.candidate and rec.instance_count == cur.instance_count:
+        parts.append(f"stay on {cur.label}: nothing cheaper fits in memory within {slack:g} x the hours")
+    else:
+        when = (
+            "beyond the deadline slack, to meet the team budget"
+            if ignore_deadline
+            else f"within the {slack:g} x deadline slack"
+        )
+        parts.append(
+            f"move to {rec.label}: {_pct(rec.cost_per_run_usd, cur.cost_per_run_usd)} cost per run, "
+            f"{rec.hours_per_run / cur.hours_per_run:.2f} x the hours, {when}"
+        )
+    mem = p.memory
+    if mem.total_gib is None:
+        parts.append(
+            "memory requirement unknown (no peak or parameter count): kept at least the current GPU memory"
+        )
+    else:
+        parts.append(f"memory {mem.total_gib:,.1f} GiB ({mem.basis}: {mem.note})")
+    s = p.scaling
+    if s.basis == "fitted":
+        parts.append(f"{s.bound}-bound scaling alpha {s.alpha:.2f} ({s.note})")
+    elif s.basis == "assumed":
+        parts.append(f"{s.bound}-bound, {s.note}")
+    else:
+        parts.append("no throughput data: hours scaled by the datasheet TFLOPS ratio, linear in GPUs")
+    if cls.utilisation is None:
+        parts.append("GPU utilisation unknown: carbon at full board power")
+    if p.greener is not None and rec is not None:
+        parts.append(
+            f"lower carbon at no extra cost: {p.greener.label}, "
+            f"{_pct(p.greener.kgco2e_per_run or 0, rec.kgco2e_per_run or 0)} CO2e"
+        )
+    parts.append(f"buy as: {p.purchase}")
+    return "; ".join(parts)
+
+
+def apply_team_budgets(
+    plans: Sequence[ClassPlan],
+    classes: Sequence[ClassInput],
+    candidates: Sequence[Candidate],
+    budgets: Mapping[str, float],
+    *,
+    deadline_slack: float = DEFAULT_DEADLINE_SLACK,
+    counts: Sequence[int] = INSTANCE_COUNTS,
+    same_provider: bool = True,
+) -> list[ClassPlan]:
+    """Where a team's recommended monthly cost exceeds its budget ($/month), let its classes run
+    slower than the deadline, biggest saving first, until the team is within budget."""
+    by_class = {c.job_class: c for c in classes}
+    out = list(plans)
+    for team, budget in budgets.items():
+        idx = [i for i, p in enumerate(out) if p.team == team and p.recommended is not None]
+
+        def monthly(i: int) -> float:
+            p = out[i]
+            return p.recommended.cost_per_run_usd * by_class[p.job_class].runs_per_month  # type: ignore[union-attr]
+
+        total = sum(monthly(i) for i in idx)
+        if total <= budget:
+            continue
+        relaxed = {
+            i: plan_class(
+                by_class[out[i].job_class], candidates, deadline_slack=deadline_slack, counts=counts,
+                ignore_deadline=True, same_provider=same_provider,
+            )
+            for i in idx
+        }  # fmt: skip
+        gain = {
+            i: monthly(i)
+            - relaxed[i].recommended.cost_per_run_usd * by_class[out[i].job_class].runs_per_month  # type: ignore[union-attr]
+            for i in idx
+            if relaxed[i].recommended is not None
+        }
+        for i in sorted(gain, key=gain.__getitem__, reverse=True):
+            if total <= budget or gain[i] <= 0:
+                break
+            total -= gain[i]
+            out[i] = relaxed[i]
+        if total > budget:
+            for i in idx:
+                out[i] = replace(
+                    out[i],
+                    reason=out[i].reason + f"; team {team} stays over its budget of ${budget:,.0f}/month",
+                )
+    return out
+
+
+# --- classes from job runs ---------------------------------------------------------------------
+
+
+def _catalog_figures(instance_type: str) -> tuple[float | None, float | None]:
+    """(dense FP16 TFLOPS, memory bandwidth GB/s) per GPU of an instance type, from the catalog."""
+    inst = catalog.gpu_instance(instance_type)
+    g = None if inst is None else catalog.gpu(inst.gpu_model)
+    return (None, None) if g is None else (g.fp16_dense_tflops, g.memory_bandwidth_gbps)
+
+
+def _num(value: Any) -> float | None:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(v) else v
+
+
+def class_inputs(
+    runs: pd.DataFrame,
+    *,
+    group_by: Sequence[str] = DEFAULT_GROUP_BY,
+    bound: str | None = None,
+    figures: Callable[[str], tuple[float | None, float | None]] = _catalog_figures,
+) -> tuple[list[ClassInput], list[str]]:
+    """Workload classes from job runs (the ``job_runs`` columns, the optional ones where present).
+
+    ``figures`` gives an instance type's per-GPU (TFLOPS, bandwidth) for the throughput fit.
+    Returns the classes and one note per class that could not be formed (no run with a duration).
+    """
+    df = runs.copy()
+    for col in (*group_by, "model_params", "peak_gpu_memory_gib", "samples_per_second", "phase", "team"):
+        if col not in df.columns:
+            df[col] = None
+    df = df[df["instance_type"].notna()]
+    df["gpus"] = df["instance_count"].astype(int) * df["gpus_per_instance"].astype(int)
+    df["hours"] = df["duration_s"].astype(float) / 3600.0
+    key = df[list(group_by)].astype("object").where(df[list(group_by)].notna(), "unknown").astype(str)
+    df["job_class"] = key.agg("/".join, axis=1)
+    classes, skipped = [], []
+    for job_class, g in df.groupby("job_class", sort=True):
+        configs = Counter(zip(g["instance_type"], g["instance_count"].astype(int), strict=True))
+        gpu_hours = g.groupby(["instance_type", g["instance_count"].astype(int)])["hours"].sum().to_dict()
+        (itype, icount), _ = max(configs.items(), key=lambda kv: (kv[1], gpu_hours.get(kv[0], 0.0)))
+        on_current = g[(g["instance_type"] == itype) & (g["instance_count"].astype(int) == icount)]
+        done = on_current[(on_current["state"] == "completed") & (on_current["hours"] > 0)]
+        basis = done if len(done) else on_current[on_current["hours"] > 0]
+        if basis.empty:
+            skipped.append(f"{job_class}: no run on {icount} x {itype} with a duration")
+            continue
+        start = pd.to_datetime(g["start_time"]).min()
+        end = pd.to_datetime(g["end_time"]).max()
+        span_h = 0.0 if pd.isna(start) or pd.isna(end) else (end - start).total_seconds() / 3600
+        observations = []
+        for r in g.itertuples(index=False):
+            sps = _num(r.samples_per_second)
+            if sps is not None:
+                tflops, bw = figures(r.instance_type)
+                observations.append(Observation(int(r.gpus), sps, tflops, bw))
+        phases = [p for p in g["phase"] if isinstance(p, str) and p]
+        teams = [t for t in g["team"] if isinstance(t, str) and t]
+        classes.append(
+            ClassInput(
+                job_class=str(job_class),
+                runs=len(g),
+                current_instance_type=str(itype),
+                current_instance_count=int(icount),
+                current_hours_per_run=float(basis["hours"].median()),
+                # A window shorter than a day is read as a day: a burst is not a monthly rate.
+                runs_per_month=len(g) * HOURS_PER_MONTH / max(span_h, 24.0),
+                memory=memory_requirement(
+                    zip(map(_num, g["peak_gpu_memory_gib"]), g["gpus"].astype(int), strict=True),
+                    map(_num, g["model_params"]),
+                ),
+                scaling=fit_class_scaling(observations, bound),  # type: ignore[arg-type]
+                team=Counter(teams).most_common(1)[0][0] if teams else None,
+                phase=Counter(phases).most_common(1)[0][0] if phases else None,
+            )
+        )
+    return classes, skipped
+
+
+def plan(
+    runs: pd.DataFrame,
+    *,
+    deadline_slack: float = DEFAULT_DEADLINE_SLACK,
+    candidate_types: Iterable[str] | None = None,
+    group_by: Sequence[str] = DEFAULT_GROUP_BY,
+    team_budgets: Mapping[str, float] | None = None,
+    candidates: Sequence[Candidate] | None = None,
+) -> list[ClassPlan]:
+    """The GPU plan of every class in ``runs``: see the module docstring."""
+    given = {} if candidates is None else {c.instance_type.lower(): c for c in candidates}
+
+    def figures(instance_type: str) -> tuple[float | None, float | None]:
+        c = given.get(str(instance_type).strip().lower())
+        return (
+            _catalog_figures(instance_type) if c is None else (c.fp16_dense_tflops, c.memory_bandwidth_gbps)
+        )
+
+    classes, _ = class_inputs(runs, group_by=group_by, figures=figures)
+    # Named candidates may come from any provider; by default a class is compared within its own.
+    same_provider = candidate_types is None
+    if candidates is None:
+        pool = candidates_from_catalog()
+        if candidate_types is not None:
+            wanted = {t.strip().lower() for t in candidate_types}
+            current = {c.current_instance_type.lower() for c in classes}
+            pool = [c for c in pool if c.instance_type.lower() in wanted | current]
+        candidates = pool
+    plans = [
+        plan_class(c, candidates, deadline_slack=deadline_slack, same_provider=same_provider) for c in classes
+    ]
+    if team_budgets:
+        plans = apply_team_budgets(
+            plans,
+            classes,
+            candidates,
+            team_budgets,
+            deadline_slack=deadline_slack,
+            same_provider=same_provider,
+        )
+    return plans
