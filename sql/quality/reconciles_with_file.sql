@@ -1,8 +1,8 @@
 -- Rule: per file, the loaded row count equals the file's, and per file and currency the
 -- loaded BilledCost total equals the file's to the last decimal (figures in dq_file_figures).
--- __LOADED_ROWS__ / __LOADED_TOTAL__ are the format's own expressions (count(*) / billed_cost by default).
+-- Fragments loaded_rows / loaded_total: the format's own expressions (count(*) / billed_cost by default).
 with loaded as (
-    select source_file, upper(billing_currency) as currency, __LOADED_ROWS__ as line_count, sum(__LOADED_TOTAL__) as cost
+    select source_file, upper(billing_currency) as currency, {loaded_rows} as line_count, sum({loaded_total}) as cost
     from {batch}
     group by all
 ),
@@ -17,7 +17,7 @@ file_rows as (
 ),
 
 loaded_rows as (
-    select source_file, __LOADED_ROWS__ as line_count from {batch} group by all
+    select source_file, {loaded_rows} as line_count from {batch} group by all
 ),
 
 row_mismatch as (

@@ -666,13 +666,7 @@ def _any_insertion_order(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
 
 def _replace_restated(con: duckdb.DuckDBPyConnection, load_id: str) -> int:
     """Delete what earlier loads held for the (account, period) pairs this load restates."""
-    replaced = con.execute(
-        """delete from billing_facts
-           where load_id <> $load_id
-             and (billing_account_id, billing_period_start) in
-                 (select distinct billing_account_id, billing_period_start from billing_facts where load_id = $load_id)""",
-        {"load_id": load_id},
-    ).fetchone()[0]
+    replaced = con.execute(sql("ingest/delete_restated"), {"load_id": load_id}).fetchone()[0]
     if replaced:
         # Deliveries whose every row was restated away stay in the ledger as history.
         mark_replaced(con)
@@ -695,14 +689,8 @@ class _Landed:
 
 def _landed(con: duckdb.DuckDBPyConnection, load_id: str, fmt: BillingFormat) -> list[_Landed]:
     """One read of the load's rows: the reconciliation figures, the period rule and the ledger keys."""
-    groups = con.execute(
-        f"""select source_file, billing_currency, billing_account_id, strftime(billing_period_start, '%Y-%m'),
-                   {fmt.loaded_rows}, sum({fmt.loaded_total}), sum(billed_cost),
-                   count(*) filter (where charge_period_end < charge_period_start
-                                       or billing_period_end < billing_period_start)
-            from billing_facts where load_id = ? group by all""",
-        [load_id],
-    ).fetchall()
+    query = sql("ingest/landed", loaded_rows=fmt.loaded_rows, loaded_total=fmt.loaded_total)
+    groups = con.execute(query, {"load_id": load_id}).fetchall()
     return [_Landed(*group) for group in groups]
 
 

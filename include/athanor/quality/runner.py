@@ -20,7 +20,7 @@ import duckdb
 
 from athanor.errors import DataRejected
 from athanor.quality.suites import ERROR, SOURCE_COLUMN, WARN, QualityConfig, Rule, suite_rules
-from athanor.warehouse import insert_rows, quote_ident
+from athanor.warehouse import insert_rows, quote_ident, sql
 
 EXAMPLES = 5
 # Tables that hold many loads: a batch is the rows of one load_id.
@@ -213,44 +213,30 @@ def _prepare(
     file_figures: FileFigures | None,
 ) -> None:
     """Temp tables the SQL rules read: bound parameters and the figures read from the files."""
-    con.execute(
-        """create or replace temp table dq_params as
-           select ?::varchar as load_id, ?::double as anomaly_k, ?::integer as anomaly_window_days,
-                  ?::integer as anomaly_min_history_days, ?::double as anomaly_min_jump,
-                  ?::double as anomaly_min_increase""",
-        [
-            context.load_id or "",
-            config.anomaly_k,
-            config.anomaly_window_days,
-            config.anomaly_min_history_days,
-            config.anomaly_min_jump,
-            config.anomaly_min_increase,
-        ],
-    )
-    con.execute(
-        """create or replace temp table dq_file_figures (
-               source_file varchar, billing_currency varchar, file_rows bigint, file_billed_cost decimal(38, 12))"""
-    )
+    params = {
+        "load_id": context.load_id or "",
+        "anomaly_k": config.anomaly_k,
+        "anomaly_window_days": config.anomaly_window_days,
+        "anomaly_min_history_days": config.anomaly_min_history_days,
+        "anomaly_min_jump": config.anomaly_min_jump,
+        "anomaly_min_increase": config.anomaly_min_increase,
+    }
+    con.execute(sql("quality/run/params"), params)
+    con.execute(sql("quality/run/file_figures"))
     if file_figures is not None:
         rows = [
-            (name, currency, file_rows, total)
+            {
+                "source_file": name,
+                "billing_currency": currency,
+                "file_rows": file_rows,
+                "file_billed_cost": total,
+            }
             for name, file_rows, totals in _figures(file_figures)
             for currency, total in (totals.items() or [(None, None)])
         ]
-        if rows:
-            con.executemany(
-                """insert into dq_file_figures (source_file, billing_currency, file_rows, file_billed_cost)
-                   values (?, ?, ?, ?)""",
-                rows,
-            )
+        insert_rows(con, "dq_file_figures", rows)
     elif context.load_id:
-        # A batch validated after its load: the file figures are in the reconciliations ledger.
-        con.execute(
-            """insert into dq_file_figures by name
-               select source_file, billing_currency, file_rows, file_billed_cost
-               from reconciliations where load_id = ?""",
-            [context.load_id],
-        )
+        con.execute(sql("quality/run/file_figures_from_reconciliations"), {"load_id": context.load_id})
 
 
 def _gx_validate(
@@ -331,10 +317,7 @@ def validate_batch(
     _prepare(con, context, config, file_figures)
     target = table
     if table in LOADED_TABLES and context.load_id:
-        con.execute(
-            f"create or replace temp view {BATCH_VIEW} as "
-            f"select * from {quote_ident(table)} where load_id = (select load_id from dq_params)"
-        )
+        con.execute(sql("quality/run/batch_view", view=BATCH_VIEW, table=quote_ident(table)))
         target = BATCH_VIEW
     columns = _columns(con, target)
     index_columns = [c for c in ("source_file", "source_row") if c in columns]
@@ -453,13 +436,7 @@ def check_delivery(
 
 def warnings_for_load(con: duckdb.DuckDBPyConnection, load_id: str) -> list[str]:
     """The stored warning lines of a load's latest check (for the run summary and the report)."""
-    rows = con.execute(
-        """select rule, unexpected_count, examples, files from dq_results
-           where load_id = ? and severity = 'warn' and not success
-             and checked_at = (select max(checked_at) from dq_results where load_id = ?)
-           order by rule""",
-        [load_id, load_id],
-    ).fetchall()
+    rows = con.execute(sql("quality/run/load_warnings"), {"load_id": load_id}).fetchall()
     return [
         f"{', '.join(files)}: rule {rule} warned, {count} bad row{'s' if count != 1 else ''} (e.g. {', '.join(examples)})"
         for rule, count, examples, files in rows

@@ -182,8 +182,7 @@ def _reconcile_rule(source_format: str | None) -> Rule:
     fmt = next((f for f in sources.formats() if f.name == source_format), None)
     rows_expr = getattr(fmt, "loaded_rows", "count(*)")
     total_expr = getattr(fmt, "loaded_total", "billed_cost")
-    query = sql("quality/reconciles_with_file").replace("__LOADED_ROWS__", rows_expr)
-    query = query.replace("__LOADED_TOTAL__", total_expr)
+    query = sql("quality/reconciles_with_file", loaded_rows=rows_expr, loaded_total=total_expr)
     description = "row count and cost total per file and currency, as read from the file"
     return Rule(
         "reconciles_with_file",
@@ -358,21 +357,17 @@ def storage_rules() -> tuple[Rule, ...]:
 
 def _castable(name: str, column: str, target: str, description: str) -> Rule:
     # Raw CSV columns are text (all_varchar): "type" means "every value casts".
-    q = quote_ident(column)
-    query = (
-        f"select {q} from {{batch}} where {q} is not null "
-        f"and try_cast({q}::varchar as {target}) is null and {q}::varchar <> ''"
-    )
+    query = sql("quality/raw/castable", column=quote_ident(column), type=target)
     return Rule(
         name, "UnexpectedRowsExpectation", {"unexpected_rows_query": query}, column, ERROR, description
     )
 
 
 def _raw_enum(column: str, values: tuple[str, ...], rule: str) -> Rule:
-    # Exports differ in case ('Usage-based' vs 'Usage-Based'); staging normalises it.
-    q = quote_ident(column)
-    allowed = ", ".join("'" + v.lower() + "'" for v in values)
-    query = f"select {q} from {{batch}} where {q} is not null and {q}::varchar <> '' and lower({q}::varchar) not in ({allowed})"
+    # The allowed values are the code's own constants, written as SQL literals: a GX row query
+    # takes no bound parameters.
+    allowed = ", ".join("'" + v.lower().replace("'", "''") + "'" for v in values)
+    query = sql("quality/raw/in_set", column=quote_ident(column), allowed=allowed)
     return Rule(rule, "UnexpectedRowsExpectation", {"unexpected_rows_query": query}, column, ERROR)
 
 

@@ -180,12 +180,7 @@ def commitments_held(
 def _backtests(con: duckdb.DuckDBPyConnection, as_of: date, a: PricingAssumptions) -> pd.DataFrame:
     """Walk-forward backtest of the commitment rule on each pool's own committable demand."""
     end = datetime.combine(as_of + timedelta(days=1), datetime.min.time())
-    history = con.execute(
-        """select pool, hour, on_demand_rate_usd,
-                  coalesce(on_demand_units, 0) + coalesce(reserved_units, 0) + coalesce(savings_plan_units, 0) as units
-           from mart_gpu_demand_hourly where hour < ? order by pool, hour""",
-        [end],
-    ).df()
+    history = con.execute(sql("marts/committable_demand"), {"end": end}).df()
     frames = []
     for pool, g in history.groupby("pool"):
         hours = pd.date_range(g["hour"].min().floor("D"), end, freq="h", inclusive="left")

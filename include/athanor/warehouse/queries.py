@@ -6,7 +6,8 @@ One templating rule for the whole project:
 - a part of a statement that cannot be bound (a column name read from a file, an expression a
   billing format chooses) is a `{name}` placeholder in the file, filled by `sql(file, name=...)`;
   an identifier goes in through `quote_ident`;
-- `{batch}` is left as it is: Great Expectations fills it with the table a rule validates.
+- `{batch}` is left as it is: Great Expectations fills it with the table a rule validates;
+- no placeholder in a comment (`sql()` refuses it): a filled-in fragment may span lines.
 """
 
 from __future__ import annotations
@@ -24,9 +25,16 @@ _PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 _LEFT_FOR_GX = frozenset({"batch"})
 
 
+# A placeholder in a `--` comment: the text filled in may span lines (GX's batch does), and what
+# follows its first line would then run as SQL.
+_IN_COMMENT = re.compile(r"--[^\n]*" + _PLACEHOLDER.pattern)
+
+
 @cache
 def _template(name: str) -> tuple[str, frozenset[str]]:
     text = (SQL_DIR / f"{name}.sql").read_text()
+    if found := _IN_COMMENT.search(text):
+        raise ValueError(f"sql/{name}.sql: a placeholder in a comment ({found[0]!r}); name it without braces")
     return text, frozenset(_PLACEHOLDER.findall(text)) - _LEFT_FOR_GX
 
 

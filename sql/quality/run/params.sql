@@ -1,0 +1,10 @@
+-- The values the SQL rules read, as a one-row temp table: a GX row query takes no parameters,
+-- so they are bound here instead of being formatted into the rules.
+create or replace temp table dq_params as
+select
+    $load_id::varchar                   as load_id,
+    $anomaly_k::double                  as anomaly_k,
+    $anomaly_window_days::integer       as anomaly_window_days,
+    $anomaly_min_history_days::integer  as anomaly_min_history_days,
+    $anomaly_min_jump::double           as anomaly_min_jump,
+    $anomaly_min_increase::double       as anomaly_min_increase
