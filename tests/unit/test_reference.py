@@ -106,3 +106,17 @@ def test_vocabularies() -> None:
     # 11 S3 classes, 7 EBS volume types, and the snapshot tier 'archive' ('standard' is both).
     assert len(STORAGE_CLASSES) == 11 + 7 + 1 == len(set(STORAGE_CLASSES))
     assert reference.HOURS_PER_MONTH * 12 == reference.HOURS_PER_YEAR
+
+
+def test_storage_prices_and_rules() -> None:
+    from athanor.reference.storage import DEFAULT_PRICES, GIB, STANDARD_IA
+
+    assert DEFAULT_PRICES.storage_gb_month("STANDARD") == 0.023
+    assert DEFAULT_PRICES.storage_gb_month(STANDARD_IA) == 0.0125
+    assert DEFAULT_PRICES.storage_gb_month("ONEZONE_IA") == 0.0125
+    assert (DEFAULT_PRICES.min_days("DEEP_ARCHIVE"), DEFAULT_PRICES.min_days("STANDARD")) == (180, 0)
+    assert DEFAULT_PRICES.ebs_volume_gb_month("gp3") == 0.08
+    assert DEFAULT_PRICES.ebs_volume_gb_month("unknown") == 0.08  # priced as gp3
+    # every EBS volume type of the vocabulary has a price
+    assert set(DEFAULT_PRICES.ebs_gb_month) == set(reference.EBS_VOLUME_TYPES)
+    assert GIB == 1_073_741_824

@@ -33,7 +33,6 @@ and FOCUS sum(EffectiveCost) equals the usual CUR amortized-cost formula (see
 from __future__ import annotations
 
 import binascii
-import csv
 import gzip
 import hashlib
 import io
@@ -50,7 +49,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from athanor.reference import DATA_DIR
+from athanor.reference import focus_columns, instance
 
 MICRO = 1_000_000  # money unit: micro-dollars
 QTY = 10_000_000_000  # quantity unit: 1e-10 of the pricing unit
@@ -125,11 +124,6 @@ _INVOICE_ISSUER = "Amazon Web Services, Inc."
 _OD_TERM_CODE = "JRTCKXETXF"  # AWS's offer-term code for on-demand prices
 
 
-def _focus_spec_columns() -> tuple[str, ...]:
-    with (DATA_DIR / "focus-1.2-columns.csv").open(newline="") as f:
-        return tuple(row["ColumnId"] for row in csv.DictReader(f))
-
-
 # Provider extensions. FOCUS has no column for a commitment's term, so its start and end
 # ride along as x_ columns on commitment rows (needed to net out expiring commitments).
 FOCUS_EXTENSION_COLUMNS = (
@@ -140,7 +134,7 @@ FOCUS_EXTENSION_COLUMNS = (
     "x_CommitmentDiscountStart",
     "x_CommitmentDiscountEnd",
 )
-FOCUS_COLUMNS: tuple[str, ...] = _focus_spec_columns() + FOCUS_EXTENSION_COLUMNS
+FOCUS_COLUMNS: tuple[str, ...] = focus_columns() + FOCUS_EXTENSION_COLUMNS
 
 # CUR 2.0 (Data Exports, table COST_AND_USAGE_REPORT) columns this writer emits, in order.
 CUR2_COLUMNS: tuple[str, ...] = (
@@ -984,13 +978,24 @@ def write_cur2(lines: pa.Table | object, path: Path | str, fmt: str = "parquet")
 
 # ----------------------------------------------------------------------------- big synthetic files
 
-# (instance type, normalization factor, on-demand $/h, typical spot $/h, weight)
-_BENCH_FLEET = (
-    ("p4d.24xlarge", 192.0, 21_960_000, 7_900_000, 3),
-    ("p4de.24xlarge", 192.0, 27_450_000, 9_000_000, 1),
-    ("p5.48xlarge", 384.0, 55_040_000, 21_000_000, 2),
-    ("g5.12xlarge", 96.0, 5_670_000, 2_400_000, 3),
-    ("g6.48xlarge", 384.0, 13_350_000, 5_000_000, 2),
+# (instance type, share of the instance pool); figures from the reference catalogue.
+_BENCH_MIX = (
+    ("p4d.24xlarge", 3),
+    ("p4de.24xlarge", 1),
+    ("p5.48xlarge", 2),
+    ("g5.12xlarge", 3),
+    ("g6.48xlarge", 2),
+)
+# (instance type, normalization factor, on-demand micro-$/h, typical spot micro-$/h, weight)
+_BENCH_FLEET = tuple(
+    (
+        t,
+        instance(t).normalization_factor,
+        int(instance(t).on_demand_usd_per_h * MICRO),
+        int(instance(t).spot_usd_per_h * MICRO),
+        weight,
+    )
+    for t, weight in _BENCH_MIX
 )
 _BENCH_TEAMS = ("vision", "llm", "speech", "recsys")
 _BENCH_PROJECTS = ("foundation", "pretrain", "asr", "ranking")

@@ -6,9 +6,9 @@ the same config and `as_of` give byte-identical files.
 The story (all figures are `DemoConfig` fields):
 
 - Four teams train on p4d.24xlarge, p4de.24xlarge, p5.48xlarge, g5.12xlarge and
-  g6.48xlarge in us-east-1 (speech and recsys run a few jobs in us-west-2). Prices
-  per hour, on-demand / typical spot: 21.96/7.90, 27.45/9.00, 55.04/21.00, 5.67/2.40,
-  13.35/5.00 (AWS us-east-1 after the 2025 GPU price cut); spot moves +-5 % a day.
+  g6.48xlarge in us-east-1 (speech and recsys run a few jobs in us-west-2), at the
+  on-demand and typical spot prices of the reference catalogue
+  (`athanor.reference.instances`); spot moves +-5 % a day.
 - Jobs: per team a mixture of short debugging runs (median 15 min), sweeps (median
   3 h) and a few multi-day pre-training runs (median 60 h, up to 20 days), lognormal
   bodies; submissions follow a weekly cycle (weekends at 45 %) with a 25 % rise over
@@ -70,22 +70,14 @@ from athanor.demo.bills import (
     write_focus,
 )
 from athanor.ingest.jobs import GENERIC_COLUMNS
+from athanor.reference import HOURS_PER_MONTH, InstanceType, instance, spot_advice
+from athanor.reference.storage import DEFAULT_PRICES as STORAGE_PRICES
 
 # The job log is written in the generic schema the job-log reader documents.
 JOB_COLUMNS = GENERIC_COLUMNS
 
 DEBUG, SWEEP, PRETRAIN = 0, 1, 2
 _CLASS_NAMES = ("debug", "sweep", "pretrain")
-
-
-@dataclass(frozen=True)
-class InstanceSpec:
-    instance_type: str
-    gpus: int
-    gpu_model: str
-    normalization_factor: float
-    on_demand_per_h: Decimal
-    spot_per_h: Decimal  # typical; the demo moves it +-spot_daily_jitter per day
 
 
 @dataclass(frozen=True)
@@ -115,28 +107,17 @@ class TeamSpec:
     egress_gb_per_day: float
 
 
-DEFAULT_INSTANCES = (
-    InstanceSpec("p4d.24xlarge", 8, "A100-40GB", 192.0, Decimal("21.96"), Decimal("7.90")),
-    InstanceSpec("p4de.24xlarge", 8, "A100-80GB", 192.0, Decimal("27.45"), Decimal("9.00")),
-    InstanceSpec("p5.48xlarge", 8, "H100-80GB", 384.0, Decimal("55.04"), Decimal("21.00")),
-    InstanceSpec("g5.12xlarge", 4, "A10G", 96.0, Decimal("5.67"), Decimal("2.40")),
-    InstanceSpec("g6.48xlarge", 8, "L4", 384.0, Decimal("13.35"), Decimal("5.00")),
-)
+# The fleet's instance types; GPUs, normalisation factors, on-demand and typical spot prices
+# come from the reference catalogue (the demo moves spot +-spot_daily_jitter per day).
+DEMO_INSTANCE_TYPES = ("p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge", "g5.12xlarge", "g6.48xlarge")
+DEFAULT_INSTANCES = tuple(instance(t) for t in DEMO_INSTANCE_TYPES)
 
-# AWS Spot Advisor snapshot 2025-06-28 (../shared/data/spot): interruption bucket per
-# region and type, mapped to a monthly fraction of instances interrupted (bucket middle;
-# ">20 %" taken as 25 %).
-DEFAULT_INTERRUPTIONS = (
-    ("us-east-1", "p4d.24xlarge", 0.125),
-    ("us-east-1", "p4de.24xlarge", 0.025),
-    ("us-east-1", "p5.48xlarge", 0.25),
-    ("us-east-1", "g5.12xlarge", 0.25),
-    ("us-east-1", "g6.48xlarge", 0.25),
-    ("us-west-2", "p4d.24xlarge", 0.25),
-    ("us-west-2", "p4de.24xlarge", 0.175),
-    ("us-west-2", "p5.48xlarge", 0.075),
-    ("us-west-2", "g5.12xlarge", 0.25),
-    ("us-west-2", "g6.48xlarge", 0.25),
+# Monthly fraction of instances interrupted, per region and type: the Spot Advisor snapshot's
+# bucket for each, read as the bucket's middle (see athanor.reference.spot_advisor).
+DEFAULT_INTERRUPTIONS = tuple(
+    (region, t, spot_advice(region)[t].monthly_interruption_fraction)
+    for region in ("us-east-1", "us-west-2")
+    for t in DEMO_INSTANCE_TYPES
 )
 
 DEFAULT_TEAMS = (
@@ -263,7 +244,7 @@ class DemoConfig:
     end_date: date = date(2026, 11, 30)  # last day with submissions (inclusive)
     days: int = 90
     teams: tuple[TeamSpec, ...] = DEFAULT_TEAMS
-    instances: tuple[InstanceSpec, ...] = DEFAULT_INSTANCES
+    instances: tuple[InstanceType, ...] = DEFAULT_INSTANCES
     interruptions_per_month: tuple[tuple[str, str, float], ...] = DEFAULT_INTERRUPTIONS
     payer_names: tuple[tuple[str, str], ...] = (
         ("111111111111", "Demo Research (vision, speech)"),
@@ -297,9 +278,9 @@ class DemoConfig:
     sp_commitment_per_h: Decimal = Decimal("40")
     sp_rate_fraction: Decimal = Decimal("0.64")  # Compute SP rate vs on-demand
     sp_expires_days_after_end: int = 152
-    # Other spend (us-east-1 list prices).
-    s3_per_gb_month: Decimal = Decimal("0.023")
-    ebs_gp3_per_gb_month: Decimal = Decimal("0.08")
+    # Other spend (us-east-1 list prices; storage from the reference price list).
+    s3_per_gb_month: Decimal = Decimal(str(STORAGE_PRICES.s3_standard_gb_month))
+    ebs_gp3_per_gb_month: Decimal = Decimal(str(STORAGE_PRICES.ebs_gb_month["gp3"]))
     egress_per_gb: Decimal = Decimal("0.09")
     inter_region_per_gb: Decimal = Decimal("0.02")
     inter_region_gb_per_day: float = 200.0
@@ -310,7 +291,7 @@ class DemoConfig:
     def window_start(self) -> date:
         return self.end_date - timedelta(days=self.days - 1)
 
-    def instance(self, instance_type: str) -> InstanceSpec:
+    def instance(self, instance_type: str) -> InstanceType:
         return next(spec for spec in self.instances if spec.instance_type == instance_type)
 
     def payer_name(self, payer: str) -> str:
@@ -486,7 +467,7 @@ def _simulate_job(
         "submit_s": submit,
         "instance_type": instance_type,
         "instance_count": count,
-        "gpus_per_instance": spec.gpus,
+        "gpus_per_instance": spec.gpu_count,
         "pricing_model": pricing,
         "team": team.name,
         "project": model.project,
@@ -512,7 +493,7 @@ def _simulate_job(
         end = start + run_s
     else:
         monthly = interruptions.get((region, instance_type), 0.1)
-        per_second = cfg.spot_interruption_scale * count * -math.log(1.0 - monthly) / 730.0 / 3600.0
+        per_second = cfg.spot_interruption_scale * count * -math.log(1.0 - monthly) / HOURS_PER_MONTH / 3600.0
         remaining, t = run_s, start
         while True:
             to_preemption = int(rng.exponential(1.0 / per_second))
@@ -641,7 +622,7 @@ class _Commitments:
 def _commitments(cfg: DemoConfig) -> _Commitments:
     ri_end = cfg.end_date + timedelta(days=cfg.ri_expires_days_after_end)
     sp_end = cfg.end_date + timedelta(days=cfg.sp_expires_days_after_end)
-    od = cfg.instance(cfg.ri_instance_type).on_demand_per_h
+    od = cfg.instance(cfg.ri_instance_type).on_demand_usd_per_h
     return _Commitments(
         ri_arn=f"arn:aws:ec2:{cfg.ri_region}:{cfg.ri_payer_account_id}:reserved-instances/"
         + _uuid(cfg.seed, "ri"),
@@ -667,7 +648,7 @@ def _months(cfg: DemoConfig, cutoff: int) -> list[tuple[date, int, int]]:
 
 def _spot_rate_micro(cfg: DemoConfig, instance_type: str, region: str, day: int) -> int:
     """Spot price for a (type, region, day): the typical price +-jitter, to 0.0001 $/h."""
-    base = _micro(cfg.instance(instance_type).spot_per_h)
+    base = _micro(cfg.instance(instance_type).spot_usd_per_h)
     u = _unit_hash(cfg.seed, "spot", instance_type, region, day)
     return int(round(base * (1.0 + cfg.spot_daily_jitter * (2.0 * u - 1.0)) / 100.0)) * 100
 
@@ -714,7 +695,7 @@ def _usage_lines(cfg: DemoConfig, fleet: _Fleet, cutoff: int) -> pd.DataFrame:
     ):
         lines[name] = jobs[name].to_numpy()[lines["job"].to_numpy()]
     lines["spot"] = lines["pricing_model"] == "spot"
-    od = {spec.instance_type: _micro(spec.on_demand_per_h) for spec in cfg.instances}
+    od = {spec.instance_type: _micro(spec.on_demand_usd_per_h) for spec in cfg.instances}
     lines["od_rate"] = lines["instance_type"].map(od).astype("int64")
     day = (lines["hour_s"] // 86400).to_numpy()
     spot_keys = set(
@@ -748,7 +729,7 @@ def _apply_commitments(
     lines["covered_cost"] = 0
     lines["commitment"] = ""
     sp_rate = {
-        spec.instance_type: _micro(spec.on_demand_per_h * cfg.sp_rate_fraction) for spec in cfg.instances
+        spec.instance_type: _micro(spec.on_demand_usd_per_h * cfg.sp_rate_fraction) for spec in cfg.instances
     }
     lines["sp_rate"] = lines["instance_type"].map(sp_rate).astype("int64")
 

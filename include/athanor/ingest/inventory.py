@@ -18,6 +18,8 @@ from typing import Any
 import duckdb
 import pandas as pd
 
+from athanor.reference import IT_ACCESS_TIERS, S3_STORAGE_CLASSES
+
 INVENTORY_COLUMNS = [
     "bucket",
     "key",
@@ -47,23 +49,6 @@ _FIELD_TO_COLUMN = {
     "etag": "etag",
 }
 REQUIRED_FIELDS = ("Bucket", "Key", "Size", "LastModifiedDate", "StorageClass")
-
-STORAGE_CLASSES = frozenset(
-    {
-        "STANDARD",
-        "REDUCED_REDUNDANCY",
-        "STANDARD_IA",
-        "ONEZONE_IA",
-        "INTELLIGENT_TIERING",
-        "GLACIER",
-        "GLACIER_IR",
-        "DEEP_ARCHIVE",
-        "OUTPOSTS",
-        "SNOW",
-        "EXPRESS_ONEZONE",
-    }
-)
-IT_ACCESS_TIERS = frozenset({"FREQUENT", "INFREQUENT", "ARCHIVE_INSTANT_ACCESS", "ARCHIVE", "DEEP_ARCHIVE"})
 
 
 class InventoryError(ValueError):
@@ -250,7 +235,7 @@ def _validate(df: pd.DataFrame, file: Path) -> pd.DataFrame:
         "last_modified_raw",
     )
     sc = df["storage_class"]
-    fail(~marker & ~sc.isin(STORAGE_CLASSES), "storage_class", "unknown storage class", "storage_class")
+    fail(~marker & ~sc.isin(S3_STORAGE_CLASSES), "storage_class", "unknown storage class", "storage_class")
     tier = df["it_access_tier"]
     fail(
         (tier != "") & ~tier.isin(IT_ACCESS_TIERS),

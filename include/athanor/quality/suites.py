@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+from athanor.reference import BILLING_PRICING_MODELS as PRICING_MODELS
+from athanor.reference import IT_ACCESS_TIERS, JOB_PRICING_MODELS, JOB_SOURCES, JOB_STATES, STORAGE_CLASSES
 from athanor.settings import Settings
 from athanor.warehouse import quote_ident, sql
 
@@ -28,32 +30,6 @@ CHARGE_FREQUENCIES = ("One-Time", "Recurring", "Usage-Based")
 PRICING_CATEGORIES = ("Standard", "Dynamic", "Committed", "Other")
 COMMITMENT_DISCOUNT_STATUSES = ("Used", "Unused")
 COMMITMENT_DISCOUNT_CATEGORIES = ("Spend", "Usage")
-PRICING_MODELS = ("on_demand", "spot", "reserved", "savings_plan", "committed", "other")
-JOB_STATES = ("completed", "failed", "cancelled", "preempted", "running")
-JOB_PRICING_MODELS = ("on_demand", "spot", "reserved", "savings_plan")
-JOB_SOURCES = ("generic", "slurm", "sagemaker")
-STORAGE_CLASSES = (
-    "STANDARD",
-    "STANDARD_IA",
-    "ONEZONE_IA",
-    "INTELLIGENT_TIERING",
-    "GLACIER",
-    "GLACIER_IR",
-    "DEEP_ARCHIVE",
-    "REDUCED_REDUNDANCY",
-    "EXPRESS_ONEZONE",
-    "OUTPOSTS",
-    "SNOW",
-    "gp2",
-    "gp3",
-    "io1",
-    "io2",
-    "st1",
-    "sc1",
-    "standard",
-    "archive",  # EBS snapshot tiers
-)
-IT_ACCESS_TIERS = ("FREQUENT", "INFREQUENT", "ARCHIVE_INSTANT_ACCESS", "ARCHIVE", "DEEP_ARCHIVE")
 CUR_LINE_ITEM_TYPES = (
     "Usage",
     "DiscountedUsage",

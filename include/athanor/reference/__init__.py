@@ -4,6 +4,7 @@
 - `spot_advisor`: Spot Advisor savings and interruption buckets per region and type.
 - `focus`: the FOCUS 1.2 column list.
 - `vocabulary`: job states, pricing models, storage classes, hours per month.
+- `storage`: S3 and EBS list prices and the per-class billing rules.
 
 The files under `data/` say where each figure comes from (see `data/README.md`); other
 modules import from here rather than keep a copy.

@@ -402,3 +402,39 @@ def catalog(provider: str | None = None, *, all_regions: bool = True) -> tuple[C
         for p in rows if all_regions else rows[:1]:
             out.append(CatalogRow(inst, g, p))
     return tuple(out)
+
+
+def catalog_records(provider: str | None = None, *, all_regions: bool = False) -> list[dict[str, object]]:
+    """The catalog as plain rows (what `athanor gpu-catalog` prints), cheapest unit cost first;
+    types without a unit cost (no price, or no TFLOPS figure) last, by name."""
+    out = []
+    for row in catalog(provider, all_regions=all_regions):
+        inst, g, p = row.instance, row.gpu, row.price
+        unit = row.usd_per_tflops_day
+        out.append(
+            {
+                "provider": inst.provider,
+                "instance_type": inst.instance_type,
+                "region": None if p is None else p.region,
+                "gpu_model": inst.gpu_model,
+                "gpus": inst.gpu_count,
+                "gpu_memory_gib": inst.gpu_memory_gib,
+                "fp16_dense_tflops": None if g is None else g.fp16_dense_tflops,
+                "fp8_dense_tflops": None if g is None else g.fp8_dense_tflops,
+                "memory_bandwidth_gbps": None if g is None else g.memory_bandwidth_gbps,
+                "interconnect": None if g is None else g.interconnect,
+                "board_power_w": None if g is None else g.board_power_w,
+                "on_demand_usd_per_h": None if p is None else p.on_demand_usd_per_h,
+                "usd_per_tflops_day": None if unit is None else round(unit, 4),
+            }
+        )
+    return sorted(
+        out,
+        key=lambda r: (
+            r["usd_per_tflops_day"] is None,
+            r["usd_per_tflops_day"] or 0.0,
+            r["provider"],
+            r["instance_type"],
+            r["region"] or "",
+        ),
+    )

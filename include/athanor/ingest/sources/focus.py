@@ -2,16 +2,8 @@
 
 from __future__ import annotations
 
-import csv
-
 from athanor.ingest.sources import BillingFormat
-from athanor.reference import DATA_DIR
-
-
-def _focus_columns() -> tuple[str, ...]:
-    with (DATA_DIR / "focus-1.2-columns.csv").open() as f:
-        return tuple(row["ColumnId"] for row in csv.DictReader(f))
-
+from athanor.reference import focus_columns
 
 _REQUIRED = (
     "BilledCost",
@@ -31,7 +23,7 @@ FORMAT = BillingFormat(
     signature=frozenset({"BilledCost", "ChargePeriodStart", "BillingAccountId"}),
     required=_REQUIRED,
     # Provider extensions the staging query reads (instance type, usage, commitment end).
-    known=_focus_columns() + ("x_UsageType", "x_InstanceType", "x_Operation", "x_CommitmentDiscountEnd"),
+    known=focus_columns() + ("x_UsageType", "x_InstanceType", "x_Operation", "x_CommitmentDiscountEnd"),
     money=(
         "BilledCost",
         "EffectiveCost",
