@@ -2,8 +2,9 @@
 and the guard that keeps the fast tier fast.
 
 Tiers: `integration` (real servers, whole DAGs, large loads) and `realdata` (the files in
-../shared/data) are marked; every other test is a unit test, run by `make test-fast`, and may
-not reach the network (loopback servers a test starts itself are fine) or run apt.
+../shared/data) are marked; every other test is a unit test, run by `make test-fast`. Outside
+`integration`, a test may not reach the network (loopback servers a test starts itself are
+fine) or run apt.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ except ImportError:  # pragma: no cover - only while the support module is absen
 
 # A test in one of these folders must carry the folder's marker, or `-m "not integration"`
 # would run it in the fast tier.
-TIER_FOLDERS = {"integration": "integration", "realdata": "realdata"}
+TIERS = ("integration", "realdata")
 PACKAGE_MANAGERS = {"apt", "apt-get", "dpkg", "aptitude"}
 
 
@@ -41,15 +42,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     unmarked = [
         item.nodeid
         for item in items
-        for folder, marker in TIER_FOLDERS.items()
-        if folder in Path(item.nodeid.split("::", 1)[0]).parts[:-1]
-        and item.get_closest_marker(marker) is None
+        for tier in TIERS
+        if tier in Path(item.nodeid.split("::", 1)[0]).parts[:-1] and item.get_closest_marker(tier) is None
     ]
     if unmarked:
         raise pytest.UsageError(
             "tests outside the unit tier without their marker (add `pytestmark = pytest.mark.<tier>`): "
             + ", ".join(unmarked)
         )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    # Around the whole protocol, not in a fixture: module- and session-scoped fixtures a unit
+    # test sets up are guarded too.
+    if item.get_closest_marker("integration"):
+        return (yield)
+    with pytest.MonkeyPatch.context() as patch:
+        _stay_on_this_machine(patch)
+        return (yield)
+
+
+def _refuse(what: str) -> None:
+    # pytest.fail raises an exception `except Exception` does not catch: code under test that
+    # tolerates network errors cannot hide the attempt.
+    pytest.fail(f"a unit test must not {what}; mark it `integration` if it has to", pytrace=False)
 
 
 def _loopback(host: object) -> bool:
@@ -61,21 +78,13 @@ def _loopback(host: object) -> bool:
         return False
 
 
-@pytest.fixture(autouse=True)
-def _unit_tests_stay_on_this_machine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """In the unit tier, a connection beyond loopback, a name lookup or apt fails the test."""
-    if request.node.get_closest_marker("integration"):
-        return
-
-    def refuse(what: str) -> None:
-        # pytest.fail raises an exception `except Exception` does not catch: code under test
-        # that tolerates network errors cannot hide the attempt.
-        pytest.fail(f"a unit test must not {what}; mark it `integration` if it has to", pytrace=False)
+def _stay_on_this_machine(patch: pytest.MonkeyPatch) -> None:
+    """A connection beyond loopback, a name lookup or apt fails the test."""
 
     def guarded(real):
         def connect(sock: socket.socket, address: object, *args: object):
             if sock.family in (socket.AF_INET, socket.AF_INET6) and not _loopback(address[0]):
-                refuse(f"connect to {address!r}")
+                _refuse(f"connect to {address!r}")
             return real(sock, address, *args)
 
         return connect
@@ -87,7 +96,7 @@ def _unit_tests_stay_on_this_machine(request: pytest.FixtureRequest, monkeypatch
             try:  # an address needs no lookup; only where it connects matters
                 ipaddress.ip_address(str(host))
             except ValueError:
-                refuse(f"look up the name {host!r}")
+                _refuse(f"look up the name {host!r}")
         return real_getaddrinfo(host, *args, **kwargs)
 
     real_popen_init = subprocess.Popen.__init__
@@ -96,13 +105,13 @@ def _unit_tests_stay_on_this_machine(request: pytest.FixtureRequest, monkeypatch
         argv = [args] if isinstance(args, str | bytes | os.PathLike) else list(args)
         words = str(argv[0]).split() if kwargs.get("shell") else [str(a) for a in argv[:2]]
         if any(Path(w).name in PACKAGE_MANAGERS for w in words):
-            refuse(f"run {args!r} (system packages belong in scripts/system-deps.sh)")
+            _refuse(f"run {args!r} (system packages belong in scripts/system-deps.sh)")
         real_popen_init(self, args, *rest, **kwargs)
 
-    monkeypatch.setattr(socket.socket, "connect", guarded(socket.socket.connect))
-    monkeypatch.setattr(socket.socket, "connect_ex", guarded(socket.socket.connect_ex))
-    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
-    monkeypatch.setattr(subprocess.Popen, "__init__", popen_init)
+    patch.setattr(socket.socket, "connect", guarded(socket.socket.connect))
+    patch.setattr(socket.socket, "connect_ex", guarded(socket.socket.connect_ex))
+    patch.setattr(socket, "getaddrinfo", getaddrinfo)
+    patch.setattr(subprocess.Popen, "__init__", popen_init)
 
 
 def shared_data() -> Path:

@@ -53,3 +53,14 @@ def test_apt_fails_the_test(argv: list[str] | str, shell: bool) -> None:
 
 def test_other_commands_run() -> None:
     assert subprocess.run(["true"]).returncode == 0
+
+
+@pytest.fixture(scope="module")
+def lookup_in_a_module_fixture() -> str:
+    with pytest.raises(Refused) as refused:
+        socket.getaddrinfo("example.com", 443)
+    return str(refused.value)
+
+
+def test_module_scoped_fixtures_are_guarded_too(lookup_in_a_module_fixture: str) -> None:
+    assert "look up the name 'example.com'" in lookup_in_a_module_fixture
