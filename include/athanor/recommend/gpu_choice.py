@@ -584,3 +584,50 @@ def plan(
             same_provider=same_provider,
         )
     return plans
+
+
+TABLE_COLUMNS = (
+    "job_class",
+    "runs",
+    "current",
+    "recommended",
+    "memory_gib",
+    "hours_now",
+    "hours_new",
+    "usd_run_now",
+    "usd_run_new",
+    "usd_month_saved",
+    "kg_co2e_now",
+    "kg_co2e_new",
+)
+
+
+def table_rows(plans: Sequence[ClassPlan]) -> list[tuple[object, ...]]:
+    """One row per class for a terminal table (TABLE_COLUMNS); the reasons are in the JSON."""
+
+    def cfg(o: Option | None) -> str:
+        return "-" if o is None else f"{o.instance_count} x {o.candidate.instance_type}"
+
+    def num(v: float | None, digits: int) -> object:
+        return None if v is None else round(v, digits)
+
+    rows = []
+    for p in plans:
+        cur, rec = p.current, p.recommended
+        rows.append(
+            (
+                p.job_class,
+                p.runs,
+                cfg(cur),
+                cfg(rec),
+                num(p.memory.total_gib, 1),
+                num(None if cur is None else cur.hours_per_run, 2),
+                num(None if rec is None else rec.hours_per_run, 2),
+                num(None if cur is None else cur.cost_per_run_usd, 2),
+                num(None if rec is None else rec.cost_per_run_usd, 2),
+                round(p.monthly_savings_usd, 2),
+                num(None if cur is None else cur.kgco2e_per_run, 2),
+                num(None if rec is None else rec.kgco2e_per_run, 2),
+            )
+        )
+    return rows
