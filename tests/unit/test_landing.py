@@ -12,6 +12,7 @@ from moto import mock_aws
 
 from athanor.ingest.billing import ingest_billing
 from athanor.land.landing import fetch, list_deliveries, split_s3
+from athanor.land.manifests import CurManifest, parse_cur_manifest, read_cur_manifest
 from athanor.warehouse import connect
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "billing"
@@ -136,3 +137,23 @@ def test_fetch_downloads_again_only_when_the_object_changed(s3, tmp_path: Path, 
 def test_bucket_without_client_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="needs an S3 client"):
         list_deliveries("s3://bills/in")
+
+
+def test_one_reader_for_legacy_cur_manifests(tmp_path: Path) -> None:
+    folder = FIXTURES / "cur-legacy" / "20231101-20231201"
+    manifest = read_cur_manifest(folder / "athanor-cur-Manifest.json")
+    assert manifest == CurManifest(
+        report_keys=(
+            "cur/athanor-cur/20231101-20231201/asm-0001/athanor-cur-1.csv.gz",
+            "cur/athanor-cur/20231101-20231201/asm-0001/athanor-cur-2.csv.gz",
+        ),
+        assembly_id="asm-0001",
+        billing_period='{"end": "20231201T000000.000Z", "start": "20231101T000000.000Z"}',
+    )
+    assert manifest.part_names == ("athanor-cur-1.csv.gz", "athanor-cur-2.csv.gz")
+    # A data part, another JSON document and a missing file are no CUR manifests.
+    assert read_cur_manifest(folder / "asm-0001" / "athanor-cur-1.csv.gz") is None
+    assert parse_cur_manifest(b'{"sourceBucket": "b", "files": []}') is None  # S3 Inventory
+    assert parse_cur_manifest(b'{"reportKeys": "not a list"}') is None
+    assert parse_cur_manifest(b"[1, 2]") is None and parse_cur_manifest(b"\xff{") is None
+    assert read_cur_manifest(tmp_path / "gone-Manifest.json") is None

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import json
 import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -40,6 +39,7 @@ import duckdb
 
 from athanor.ingest import sources
 from athanor.ingest.sources import BillingFormat
+from athanor.land.manifests import read_cur_manifest
 from athanor.warehouse import (
     LoadRecord,
     insert_rows,
@@ -541,19 +541,6 @@ def _stage_file(
     return figures
 
 
-def read_manifest(path: Path) -> list[str] | None:
-    """The part names a legacy CUR manifest (`<report>-Manifest.json`) lists, or None if not one."""
-    try:
-        with path.open("rb") as f:
-            if f.read(1) != b"{":
-                return None
-        doc = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    keys = doc.get("reportKeys") if isinstance(doc, dict) else None
-    return [str(k) for k in keys] if isinstance(keys, list) else None
-
-
 def ingest_billing(
     con: duckdb.DuckDBPyConnection,
     files: list[Path],
@@ -572,9 +559,9 @@ def ingest_billing(
     """
     started = time.monotonic()
     files = sorted(files, key=lambda p: p.name)
-    manifests = {f: keys for f in files if (keys := read_manifest(f)) is not None}
+    manifests = {f: m for f in files if (m := read_cur_manifest(f)) is not None}
     if manifests:
-        listed = {key.rsplit("/", 1)[-1] for keys in manifests.values() for key in keys}
+        listed = {name for m in manifests.values() for name in m.part_names}
         present = {f.name for f in files}
         missing = tuple(sorted(listed - present))
         files = [f for f in files if f not in manifests]

@@ -112,7 +112,11 @@ class Manifest:
 
 
 def read_manifest(path: str | Path) -> Manifest:
-    """Parse and check a manifest.json (required keys, known format, required schema fields)."""
+    """Parse and check an S3 Inventory manifest.json (required keys, known format, required schema fields).
+
+    The only reader of this format; the other manifest a delivery can carry, a legacy CUR
+    report's, is read by `athanor.land.manifests` (see there for the two).
+    """
     path = Path(path)
     try:
         doc = json.loads(path.read_text())

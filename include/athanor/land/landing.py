@@ -12,15 +12,13 @@ The boto3 client is passed in: the Airflow task builds it from a connection
 
 from __future__ import annotations
 
-import json
 import os
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-# AWS names a legacy CUR manifest '<report>-Manifest.json'; its content (reportKeys) is what counts.
-MANIFEST_SUFFIX = "-Manifest.json"
+from athanor.land.manifests import CUR_MANIFEST_SUFFIX, CurManifest, parse_cur_manifest
 
 
 @dataclass(frozen=True)
@@ -87,7 +85,7 @@ def _list_s3(client: Any, bucket: str, prefix: str) -> list[LandedObject]:
     return sorted(found, key=lambda o: o.key)
 
 
-def _read_manifest(source: str, key: str, client: Any) -> dict[str, Any] | None:
+def _read_manifest(source: str, key: str, client: Any) -> CurManifest | None:
     try:
         if is_s3(source):
             bucket, prefix = split_s3(source)
@@ -95,10 +93,9 @@ def _read_manifest(source: str, key: str, client: Any) -> dict[str, Any] | None:
         else:
             root = Path(source)
             body = (root if root.is_file() else root / key).read_bytes()
-        doc = json.loads(body)
-    except (OSError, ValueError):
+    except OSError:
         return None
-    return doc if isinstance(doc, dict) and isinstance(doc.get("reportKeys"), list) else None
+    return parse_cur_manifest(body)
 
 
 def _match_part(report_key: str, folder: str, by_name: dict[str, list[LandedObject]]) -> LandedObject | None:
@@ -132,22 +129,22 @@ def list_deliveries(source: str, s3_client: Any = None) -> list[Delivery]:
         by_name[PurePosixPath(obj.key).name].append(obj)
 
     # Newest manifest per (report, billing period): AWS writes a new assembly per restatement.
-    manifests: list[tuple[LandedObject, dict[str, Any]]] = []
+    manifests: list[tuple[LandedObject, CurManifest]] = []
     for obj in objects:
         if (
-            obj.key.endswith(MANIFEST_SUFFIX)
+            obj.key.endswith(CUR_MANIFEST_SUFFIX)
             and (doc := _read_manifest(source, obj.key, s3_client)) is not None
         ):
             manifests.append((obj, doc))
     # AWS writes the same manifest twice (period folder and assembly folder): one assembly is
     # one delivery, named by the shallower copy; of different assemblies the newest wins.
-    newest: dict[tuple[str, str], tuple[LandedObject, dict[str, Any]]] = {}
+    newest: dict[tuple[str, str], tuple[LandedObject, CurManifest]] = {}
     for obj, doc in manifests:
-        group = (PurePosixPath(obj.key).name, json.dumps(doc.get("billingPeriod"), sort_keys=True))
+        group = (PurePosixPath(obj.key).name, doc.billing_period)
         held = newest.get(group)
         if held is None:
             newest[group] = (obj, doc)
-        elif held[1].get("assemblyId") == doc.get("assemblyId"):
+        elif held[1].assembly_id == doc.assembly_id:
             shallow = min(obj, held[0], key=lambda o: (o.key.count("/"), o.key))
             newest[group] = (replace(shallow, modified=max(obj.modified, held[0].modified)), doc)
         elif obj.modified > held[0].modified:
@@ -181,16 +178,16 @@ def list_deliveries(source: str, s3_client: Any = None) -> list[Delivery]:
 
 
 def _parts(
-    manifest: LandedObject, doc: dict[str, Any], by_name: dict[str, list[LandedObject]]
+    manifest: LandedObject, doc: CurManifest, by_name: dict[str, list[LandedObject]]
 ) -> tuple[list[LandedObject], list[str]]:
     """The landed parts a manifest lists, and the names of those not landed yet."""
     parent = PurePosixPath(manifest.key).parent.as_posix()
     folder = "" if parent == "." else parent + "/"
     parts, missing = [], []
-    for report_key in doc["reportKeys"]:
-        part = _match_part(str(report_key), folder, by_name)
+    for report_key in doc.report_keys:
+        part = _match_part(report_key, folder, by_name)
         if part is None:
-            missing.append(PurePosixPath(str(report_key)).name)
+            missing.append(PurePosixPath(report_key).name)
         else:
             parts.append(part)
     return parts, missing
