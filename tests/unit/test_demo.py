@@ -21,8 +21,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from athanor.demo import bills as exports
+from athanor.demo import bench, bills
 from athanor.demo import fleet as demo
+from athanor.demo.arrow import decimal_text
+from athanor.demo.focus_format import FOCUS_COLUMNS, focus_table
+from athanor.demo.lines import micro_to_str
 
 # A small world (30 days, 2 months) for the tests that generate several times.
 SMALL = demo.DemoConfig(end_date=date(2026, 11, 20), days=30)
@@ -85,7 +88,7 @@ def test_focus_file_totals_match_the_summary_exactly(landing: tuple[Path, dict])
     for entry in focus_files:
         rows = _focus_rows(root / entry["path"])
         assert len(rows) == entry["rows"]
-        assert list(rows[0]) == list(exports.FOCUS_COLUMNS)
+        assert list(rows[0]) == list(FOCUS_COLUMNS)
         for column, key in (
             ("BilledCost", "billed_cost"),
             ("EffectiveCost", "effective_cost"),
@@ -138,8 +141,8 @@ def test_both_writers_agree_on_billed_and_effective_cost(tmp_path: Path) -> None
     assert october.num_rows > 0  # 1_790_812_800 = 2026-10-01T00:00:00Z
     for payer in ("111111111111", "222222222222"):
         part = october.filter(pc.equal(october.column("payer_account_id"), payer))
-        focus = exports.write_focus(part, tmp_path / f"{payer}.csv", "csv")
-        cur = exports.write_cur2(part, tmp_path / f"{payer}.parquet", "parquet")
+        focus = bills.write_focus(part, tmp_path / f"{payer}.csv", "csv")
+        cur = bills.write_cur2(part, tmp_path / f"{payer}.parquet", "parquet")
         assert focus.billed_micro == cur.billed_micro
         assert focus.effective_micro == cur.effective_micro  # October is a complete month
         # Spot and commitments make the amortized bill cheaper than on-demand prices.
@@ -332,19 +335,19 @@ def test_as_of_outside_the_window_is_refused(tmp_path: Path) -> None:
 def test_streamed_synthetic_files_have_exact_rows_and_totals(tmp_path: Path, kind: str) -> None:
     n = 25_000
     if kind == "cur2":
-        totals = exports.generate_cur2_rows(n, tmp_path / "x.parquet", seed=3, chunk_rows=10_000)
-        again = exports.generate_cur2_rows(n, tmp_path / "y.parquet", seed=3, chunk_rows=10_000)
+        totals = bench.generate_cur2_rows(n, tmp_path / "x.parquet", seed=3, chunk_rows=10_000)
+        again = bench.generate_cur2_rows(n, tmp_path / "y.parquet", seed=3, chunk_rows=10_000)
         df = pq.read_table(tmp_path / "x.parquet").to_pandas()
         billed = Decimal(repr(math.fsum(df["line_item_unblended_cost"])))
         assert pq.ParquetFile(tmp_path / "x.parquet").metadata.num_row_groups == 3
     else:
-        totals = exports.generate_focus_rows(n, tmp_path / "x.csv.gz", seed=3, chunk_rows=10_000)
-        again = exports.generate_focus_rows(n, tmp_path / "y.csv.gz", seed=3, chunk_rows=10_000)
+        totals = bench.generate_focus_rows(n, tmp_path / "x.csv.gz", seed=3, chunk_rows=10_000)
+        again = bench.generate_focus_rows(n, tmp_path / "y.csv.gz", seed=3, chunk_rows=10_000)
         df = pd.read_csv(tmp_path / "x.csv.gz", dtype=str, keep_default_na=False)
         billed = sum(Decimal(v) for v in df["BilledCost"])
-        assert list(df.columns) == list(exports.FOCUS_COLUMNS)
+        assert list(df.columns) == list(FOCUS_COLUMNS)
     assert totals.rows == len(df) == n
-    assert billed.quantize(Decimal("0.01")) == Decimal(exports.micro_to_str(totals.billed_micro)).quantize(
+    assert billed.quantize(Decimal("0.01")) == Decimal(micro_to_str(totals.billed_micro)).quantize(
         Decimal("0.01")
     )
     x, y = (tmp_path / f"x.{totals.fmt}").read_bytes(), (tmp_path / f"y.{totals.fmt}").read_bytes()
@@ -352,21 +355,21 @@ def test_streamed_synthetic_files_have_exact_rows_and_totals(tmp_path: Path, kin
 
 
 def test_focus_parquet_keeps_exact_decimals(tmp_path: Path) -> None:
-    lines = exports.synthetic_lines(1, 0, 2_000, 2_000, np.datetime64("2026-10-01"))
-    totals = exports.write_focus(lines, tmp_path / "f.parquet", "parquet")
+    lines = bench.synthetic_lines(1, 0, 2_000, 2_000, np.datetime64("2026-10-01"))
+    totals = bills.write_focus(lines, tmp_path / "f.parquet", "parquet")
     table = pq.read_table(tmp_path / "f.parquet")
     assert table.schema.field("BilledCost").type == pa.decimal128(38, 6)
-    assert sum(table.column("BilledCost").to_pylist()) == Decimal(exports.micro_to_str(totals.billed_micro))
+    assert sum(table.column("BilledCost").to_pylist()) == Decimal(micro_to_str(totals.billed_micro))
 
 
 def test_tag_values_that_need_json_escaping_are_refused() -> None:
-    lines = exports.synthetic_lines(1, 0, 3, 3, np.datetime64("2026-10-01"))
+    lines = bench.synthetic_lines(1, 0, 3, 3, np.datetime64("2026-10-01"))
     bad = lines.set_column(
         lines.schema.get_field_index("tag_project"), "tag_project", pa.array(['a"b', "x", "y"])
     )
     with pytest.raises(ValueError, match="tag_project"):
-        exports.focus_table(bad)
-    assert re.fullmatch(r"\{.*\}", exports.focus_table(lines)[0].column("Tags")[0].as_py())
+        focus_table(bad)
+    assert re.fullmatch(r"\{.*\}", focus_table(lines)[0].column("Tags")[0].as_py())
 
 
 def test_fixed_decimal_text_matches_python_decimal() -> None:
@@ -375,7 +378,7 @@ def test_fixed_decimal_text_matches_python_decimal() -> None:
         [rng.integers(-5_000_000, 5_000_000, 300), np.full(2000, 13_176_000), [0, -1, 10**15]]
     )
     valid = rng.random(len(values)) > 0.1
-    text = exports._decimal_text(values, valid, 6).to_pylist()
+    text = decimal_text(values, valid, 6).to_pylist()
     expected = [
         f"{Decimal(int(v)).scaleb(-6):.6f}" if ok else None for v, ok in zip(values, valid, strict=True)
     ]

@@ -40,7 +40,7 @@ usage up to the end of day D (cutoff D+1 00:00 UTC): the month containing D is o
 (no invoice id; the RI fee is billed for the whole month on day 1, as AWS does), earlier
 months are final. The commitments exist before the first job: hours of the first month
 before the window are unused commitment. Money is integer micro-dollars throughout (see
-`athanor.demo.bills`).
+`athanor.demo.lines`).
 """
 
 from __future__ import annotations
@@ -61,14 +61,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from athanor.demo.bills import (
-    LINE_SCHEMA,
-    MICRO,
-    QTY,
-    FileTotals,
-    write_cur2,
-    write_focus,
-)
+from athanor.demo.bills import write_cur2, write_focus
+from athanor.demo.lines import LINE_SCHEMA, MICRO, QTY, FileTotals
 from athanor.ingest.jobs import GENERIC_COLUMNS
 from athanor.reference import HOURS_PER_MONTH, InstanceType, instance, spot_advice
 from athanor.reference.storage import DEFAULT_PRICES as STORAGE_PRICES
@@ -827,7 +821,7 @@ def _period_bounds(hour_s: np.ndarray | pd.Series) -> tuple[np.ndarray, np.ndarr
 
 
 def billing_lines(cfg: DemoConfig | None = None, as_of: date | None = None) -> pa.Table:
-    """The demo's canonical line items (`athanor.demo.bills.LINE_SCHEMA`; both payers, every month)
+    """The demo's canonical line items (`athanor.demo.lines.LINE_SCHEMA`; both payers, every month)
     as delivered at the end of `as_of`."""
     cfg = cfg or DemoConfig()
     return _billing_lines(cfg, _simulate(cfg), _cutoff(cfg, as_of))
