@@ -6,6 +6,7 @@ micro-dollars and quantities as integers of 1e-10 units, so every file total is 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -154,3 +155,39 @@ def check_tag_values(lines: pa.Table) -> None:
         values = pc.unique(lines.column(f"tag_{key}")).drop_null()
         if pc.any(pc.match_substring_regex(values, r'["\\\x00-\x1f]')).as_py():
             raise ValueError(f"tag_{key} has characters that would need JSON escaping")
+
+
+# invoice(period starts, payer or payers) -> invoice id per row, None while the month is open
+Invoice = Callable[[np.ndarray, "np.ndarray | str"], list["str | None"]]
+
+
+class Rows:
+    """Collects canonical line-item columns group by group (missing columns become nulls)."""
+
+    def __init__(self) -> None:
+        self.groups: list[pa.Table] = []
+
+    def add(self, n: int, **columns: object) -> None:
+        if n == 0:
+            return
+        arrays = []
+        for name, typ in zip(LINE_SCHEMA.names, LINE_SCHEMA.types, strict=True):
+            value = columns.pop(name, None)
+            if value is None:
+                arrays.append(pa.nulls(n, typ))
+            elif isinstance(value, (str, int, float)):
+                arrays.append(
+                    pa.array([value] * n, typ)
+                    if not pa.types.is_timestamp(typ)
+                    else pa.array([value] * n, pa.int64()).cast(typ)
+                )
+            elif pa.types.is_timestamp(typ):
+                arrays.append(pa.array(np.asarray(value, dtype=np.int64)).cast(typ))
+            else:
+                arrays.append(pa.array(value, typ, from_pandas=True))
+        if columns:
+            raise KeyError(f"not canonical line-item columns: {sorted(columns)}")
+        self.groups.append(pa.Table.from_arrays(arrays, schema=LINE_SCHEMA))
+
+    def table(self) -> pa.Table:
+        return pa.concat_tables(self.groups)
