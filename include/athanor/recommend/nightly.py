@@ -7,7 +7,6 @@ recommend in `recommendations` and `backtests` (replacing this run's rows).
 
 from __future__ import annotations
 
-import csv
 import json
 from dataclasses import asdict, dataclass
 from datetime import date, datetime, timedelta
@@ -21,15 +20,13 @@ import pandas as pd
 
 from athanor.recommend import mix, spot
 from athanor.recommend.backtest import backtest, backtest_synthetic_scenarios
-from athanor.reference import DATA_DIR
+from athanor.reference import HOURS_PER_MONTH, HOURS_PER_YEAR, instance, spot_advice
 from athanor.warehouse import insert_rows, sql, transaction
 
 PLANNING_WINDOW_DAYS = 30
-# The synthetic backtest scenarios are priced as a p4d.24xlarge fleet (on-demand $/h, us-east-1,
-# reference/data/instance_types.csv): they compare commitment rules, one list price serves them all.
-SYNTHETIC_SCENARIO_ON_DEMAND_RATE = 21.96
-HOURS_PER_MONTH = 730.0
-HOURS_PER_YEAR = 8760.0
+# The synthetic backtest scenarios are priced as a p4d.24xlarge fleet (its us-east-1 on-demand
+# $/h in the reference catalogue): they compare commitment rules, one list price serves them all.
+SYNTHETIC_SCENARIO_ON_DEMAND_RATE = float(instance("p4d.24xlarge").on_demand_usd_per_h)
 
 
 @dataclass(frozen=True)
@@ -49,13 +46,10 @@ class PricingAssumptions:
 
 def interruption_rates(region: str = "us-east-1") -> dict[str, float]:
     """Spot interruptions per instance-hour by instance type, from the Spot Advisor snapshot."""
-    rates = {}
-    with (DATA_DIR / "spot_advisor_gpu.csv").open() as f:
-        for row in csv.DictReader(f):
-            if row["region"] == region:
-                fraction = spot.BUCKET_MONTHLY_FRACTION[int(row["interruption_bucket"])]
-                rates[row["instance_type"]] = spot.monthly_fraction_to_rate_per_h(fraction)
-    return rates
+    return {
+        instance_type: spot.monthly_fraction_to_rate_per_h(advice.monthly_interruption_fraction)
+        for instance_type, advice in spot_advice(region).items()
+    }
 
 
 def build_demand_mart(con: duckdb.DuckDBPyConnection) -> int:
