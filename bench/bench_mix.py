@@ -14,10 +14,12 @@ import pandas as pd
 
 from athanor.recommend import backtest, commitments, mix, savings_plan, spot
 from athanor.recommend.backtest_synthetic import SYNTHETIC_SCENARIOS, make_synthetic_demand
+from athanor.reference import instance
 
-OD_RATE = 21.96  # p4d.24xlarge on-demand, us-east-1, $/h
+# p4d.24xlarge, us-east-1, $/h: on-demand and typical spot from the reference catalogue.
+OD_RATE = float(instance("p4d.24xlarge").on_demand_usd_per_h)
 COMMIT_RATE = 0.60 * OD_RATE  # 1-year commitment assumption
-SPOT_RATE = 7.9
+SPOT_RATE = float(instance("p4d.24xlarge").spot_usd_per_h)
 DEFAULT_ADVISOR = (
     Path(__file__).resolve().parents[1].parent
     / "shared"
