@@ -285,7 +285,7 @@ def test_jobs_follow_the_job_run_schema_and_are_heavy_tailed() -> None:
     assert long.mean() < 0.05  # few jobs run over two days ...
     assert gpu_hours[long].sum() / gpu_hours.sum() > 0.4  # ... but they hold much of the GPU time
     # Fewer submissions at weekends.
-    weekday = jobs["submit_time"].dt.weekday
+    weekday = jobs["submit_time"].dt.day_of_week
     assert (weekday >= 5).sum() / 2 < (weekday < 5).sum() / 5 * 0.7
 
 
