@@ -63,8 +63,11 @@ def open_snapshot(path):
 
 seen, errors, reads = {}, [], 0
 deadline = time.monotonic() + max_s
+progress = stop_file.with_name(f"{stop_file.name}.reads.{os.getpid()}")
 while time.monotonic() < deadline and not stop_file.exists():
     reads += 1
+    if reads % 5 == 0:  # so the test can go on swapping until every reader has done its share
+        progress.write_text(str(reads))
     try:
         con = open_snapshot(snapshot)
         try:
@@ -110,6 +113,17 @@ def start_readers(
 def unexpected_errors(seen: dict) -> list[str]:
     """Every error but DuckDB's open race (see the module docstring); lock errors always count."""
     return [e for e in seen["errors"] if LOCK_ERROR in e or not OPEN_RACE.match(e)]
+
+
+def reads_so_far(stop_file: Path) -> int:
+    """Reads the running readers have reported (each writes its count beside `stop_file`)."""
+    total = 0
+    for path in stop_file.parent.glob(f"{stop_file.name}.reads.*"):
+        try:
+            total += int(path.read_text() or 0)
+        except (OSError, ValueError):  # being rewritten: count it next time
+            pass
+    return total
 
 
 def collect(readers: list[subprocess.Popen], stop_file: Path) -> dict:
@@ -191,17 +205,25 @@ def test_snapshot_swaps_are_atomic_under_tight_reader_loops(tmp_path: Path) -> N
     publish_snapshot(*sources["small"], snapshot)
     expected = {json.dumps([str(v) for v in con.execute(query).fetchone()]) for con, _ in sources.values()}
 
-    stop = tmp_path / "stop"
-    plain = start_readers(snapshot, query, stop, n=2, pause_s=0)
-    stable = start_readers(snapshot, query, stop, n=1, pause_s=0, mode="stable")
+    stop_plain, stop_stable = tmp_path / "plain" / "stop", tmp_path / "stable" / "stop"
+    stop_plain.parent.mkdir()
+    stop_stable.parent.mkdir()
+    plain = start_readers(snapshot, query, stop_plain, n=2, pause_s=0)
+    stable = start_readers(snapshot, query, stop_stable, n=1, pause_s=0, mode="stable")
     time.sleep(1)
     try:
-        for swap in range(40):
+        # At least 40 swaps, and on until the readers have read enough times to have met
+        # them: a busy machine slows the readers, so the count of swaps follows the reads.
+        swap = 0
+        while swap < 40 or (
+            swap < 2000 and (reads_so_far(stop_plain) < 50 or reads_so_far(stop_stable) < 10)
+        ):
             con, path = sources["large" if swap % 2 == 0 else "small"]
             publish_snapshot(con, path, snapshot)
             time.sleep(0.05)
+            swap += 1
     finally:
-        seen_plain, seen_stable = collect(plain, stop), collect(stable, stop)
+        seen_plain, seen_stable = collect(plain, stop_plain), collect(stable, stop_stable)
         for con, _ in sources.values():
             con.close()
 
