@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import argparse
 import csv
+import errno
 import io
 import json
+import re
 import sys
+import traceback
 from collections.abc import Sequence
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
 
+from athanor.errors import DataRejected
 from athanor.settings import Settings
 
 
@@ -23,15 +27,24 @@ def _json_default(value: object) -> object:
     return str(value)
 
 
-def format_rows(columns: Sequence[str], rows: Sequence[Sequence[object]], fmt: str) -> str:
-    """Render query results as an aligned table, CSV or JSON (a list of objects)."""
+def format_rows(
+    columns: Sequence[str], rows: Sequence[Sequence[object]], fmt: str, *, neutralise: bool = True
+) -> str:
+    """Render query results as an aligned table, CSV or JSON (a list of objects).
+
+    CSV text cells a spreadsheet would run as formulas are neutralised as in the report's
+    CSVs, unless `neutralise` is off (for programs reading the output).
+    """
     if fmt == "json":
         return json.dumps([dict(zip(columns, r, strict=True)) for r in rows], default=_json_default, indent=2)
     if fmt == "csv":
+        from athanor.publish.artifacts import neutralise as formula_safe
+
+        cell = formula_safe if neutralise else (lambda v: v)
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(columns)
-        writer.writerows(["" if v is None else v for v in r] for r in rows)
+        writer.writerow([cell(c) for c in columns])
+        writer.writerows(["" if v is None else cell(v) for v in r] for r in rows)
         return out.getvalue().rstrip("\n")
     cells = [[("" if v is None else str(v)) for v in r] for r in rows]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
@@ -55,33 +68,51 @@ def _cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_query(args: argparse.Namespace, settings: Settings) -> int:
+    """Analysts' SQL: the published snapshot by default, so a reader never meets the nightly run's
+    writer; `--live` (or `--warehouse FILE`) reads a warehouse file itself, read-only."""
     import duckdb
 
-    from athanor.warehouse import connect, open_snapshot
+    from athanor.warehouse.readonly import open_readonly, run_readonly
 
-    path = Path(args.warehouse) if args.warehouse else settings.warehouse
+    live = Path(args.warehouse) if args.warehouse else settings.warehouse
+    # Before the first nightly run has published a snapshot the live file is all there is.
+    snapshot = not (args.warehouse or args.live) and settings.snapshot.exists()
+    path = settings.snapshot if snapshot else live
     if not path.exists():
         print(f"error: no warehouse at {path} (run `athanor ingest` or `make demo` first)", file=sys.stderr)
         return 1
-    try:
-        con = connect(path, read_only=True)
-    except duckdb.IOException:
-        # The nightly run holds the file; analysts read the published snapshot instead.
-        if args.warehouse or not settings.snapshot.exists():
-            print(f"error: {path} is locked by a running load and no snapshot exists", file=sys.stderr)
-            return 1
+    if snapshot and live.exists() and live.stat().st_mtime_ns > path.stat().st_mtime_ns:
+        published = datetime.fromtimestamp(path.stat().st_mtime, UTC)
         print(
-            f"note: {path.name} is being written; reading the snapshot {settings.snapshot}", file=sys.stderr
+            f"note: reading the snapshot published {published:%Y-%m-%d %H:%M} UTC; the warehouse "
+            "has changed since (`--live` reads it)",
+            file=sys.stderr,
         )
-        con = open_snapshot(settings.snapshot)
     try:
-        cur = con.execute(args.sql)
-        columns = [d[0] for d in cur.description or []]
-        rows = cur.fetchall() if columns else []
-    except duckdb.Error as exc:
-        print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        con = open_readonly(
+            path,
+            snapshot=snapshot,
+            memory_limit=settings.duckdb_memory_limit,
+            threads=settings.duckdb_threads,
+        )
+    except duckdb.IOException as exc:
+        if not _lock_conflict(exc):
+            raise
+        hint = (
+            "leave out --live to read the snapshot"
+            if args.live and settings.snapshot.exists()
+            else "try again when it ends"
+        )
+        print(
+            f"error: {path} is being written by another process (a load or the nightly run); {hint}",
+            file=sys.stderr,
+        )
         return 1
-    print(format_rows(columns, rows, args.format))
+    try:
+        columns, rows = run_readonly(con, args.sql)
+    finally:
+        con.close()
+    print(format_rows(columns, rows, args.format, neutralise=not args.raw_csv))
     return 0
 
 
@@ -254,13 +285,20 @@ def _cmd_quarantine(args: argparse.Namespace, settings: Settings) -> int:
     if not args.path:
         print("error: give the quarantine folder to release (see `athanor quarantine list`)", file=sys.stderr)
         return 1
-    moved = release(Path(args.path), Path(settings.landing))
-    print(f"released {len(moved)} file(s) to {settings.landing}; the next run loads them")
+    # `athanor run` mirrors a bucket's objects here (athanor.flow.land); files quarantined from
+    # the mirror go back to their bucket.
+    mirror = settings.home / ".cache" / "landing"
+    moved = release(
+        args.path, settings.quarantine, bucket_mirror=mirror, s3_client=lambda: s3_client(settings)
+    )
+    folders = dict.fromkeys(location.rsplit("/", 1)[0] for location in moved)
+    print(f"released {len(moved)} file(s) to {', '.join(folders)}; the next run loads them")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="athanor", description="GPU cloud-bill analytics on DuckDB")
+    parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("ingest", help="detect, validate and load export files or folders")
@@ -270,10 +308,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_cmd_ingest)
 
-    p = sub.add_parser("query", help="run SQL against the warehouse (read-only)")
-    p.add_argument("sql")
-    p.add_argument("--warehouse")
+    p = sub.add_parser("query", help="run read-only SQL on the analysts' snapshot of the warehouse")
+    p.add_argument("sql", help="SELECT, EXPLAIN, PRAGMA or CALL statements (see the README)")
+    p.add_argument("--live", action="store_true", help="read the warehouse itself, not the snapshot")
+    p.add_argument("--warehouse", help="read this DuckDB file itself (read-only)")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.add_argument(
+        "--raw-csv",
+        action="store_true",
+        help="leave CSV cells starting with = + - @ as they are (for programs, not spreadsheets)",
+    )
     p.set_defaults(func=_cmd_query)
 
     p = sub.add_parser("durations", help="fit task-duration distributions to a job-run or durations file")
@@ -330,10 +374,56 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["list", "release"])
     p.add_argument("path", nargs="?", help="quarantine folder to release")
     p.set_defaults(func=_cmd_quarantine)
+
+    # Accepted before or after the command; SUPPRESS keeps a subcommand's default from
+    # overwriting `athanor --debug <command>`.
+    for command in sub.choices.values():
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
     return parser
 
 
+DEBUG_HELP = "on failure, print the traceback as well as the one-line error"
+
+
+def _lock_conflict(exc: BaseException) -> bool:
+    return "Could not set lock" in str(exc) or "Conflicting lock" in str(exc)
+
+
+def error_line(exc: BaseException) -> str:
+    """One line saying why a command failed, for the errors an operator can meet and act on."""
+    import duckdb
+
+    text = " ".join(str(exc).split())
+    if isinstance(exc, OSError) and exc.errno is not None:
+        where = f": {exc.filename}" if exc.filename else ""
+        if exc.errno == errno.ENOSPC:
+            return f"no space left on device{where} (free some space, then run again)"
+        if isinstance(exc, FileNotFoundError):
+            return f"no such file or folder{where}"
+        if isinstance(exc, PermissionError):
+            return f"permission denied{where}"
+        return f"{exc.strerror or text}{where}"
+    if isinstance(exc, duckdb.Error):
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if isinstance(exc, duckdb.IOException) and _lock_conflict(exc):
+            held = re.search(r'lock on file "([^"]+)".*?\(PID (\d+)\)', first)
+            if held:
+                return (
+                    f"{held[1]} is in use by another process (PID {held[2]}, a load or the nightly run); "
+                    "try again when it ends"
+                )
+        return first
+    if type(exc).__module__.startswith("botocore"):
+        # ParamValidationError puts the reason on the lines after a generic header.
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        return " ".join(lines[1:] if len(lines) > 1 and lines[0].endswith(":") else lines)
+    if isinstance(exc, ValueError | LookupError | DataRejected) and text:
+        return text
+    return f"{type(exc).__name__}: {text or 'no detail'} (run with --debug for the traceback)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; any failure is one line on stderr and exit code 1 (`--debug`: and the trace)."""
     import signal
 
     # `athanor query ... | head` should stop quietly, like any Unix filter.
@@ -342,7 +432,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "apply", False) and not getattr(args, "bucket", None):
         print("error: --apply needs --bucket", file=sys.stderr)
         return 2
-    return int(args.func(args, Settings.from_env()))
+    try:
+        return int(args.func(args, Settings.from_env()))
+    except Exception as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"error: {error_line(exc)}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

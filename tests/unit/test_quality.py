@@ -238,6 +238,6 @@ def test_quarantine_and_release_round_trip(tmp_path):
     )
     (listed,) = list_quarantine(tmp_path / "q")
     assert (listed.run_id, listed.files) == ("run-7", ("part-1.csv", "part-2.csv"))
-    released = release(target, tmp_path / "landing")
-    assert released == parts and [p.read_text() for p in parts] == ["data 0\n", "data 1\n"]
+    released = release(target, tmp_path / "q")
+    assert released == [str(p) for p in parts] and [p.read_text() for p in parts] == ["data 0\n", "data 1\n"]
     assert not (tmp_path / "q" / "run-7").exists()

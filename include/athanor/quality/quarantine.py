@@ -7,12 +7,16 @@ Layout: `<quarantine_dir>/<run_id>/<delivery>/` holds the delivery's files,
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from athanor.quality.runner import ValidationOutcome, outcome_document
 
@@ -75,31 +79,128 @@ def quarantine(files: list[Path], reason: ValidationOutcome | str, quarantine_di
     return target
 
 
-def release(quarantine_path: Path, landing_dir: Path) -> list[Path]:
-    """Move a quarantined delivery's files back into `landing_dir/<delivery>/` (never overwriting)."""
-    quarantine_path = Path(quarantine_path)
-    manifest = json.loads((quarantine_path / MANIFEST).read_text())
-    entries = manifest["files"]
-    destination = Path(landing_dir)
-    if len(entries) > 1:
-        destination = destination / _safe_name(manifest["delivery"])
-    targets = []
-    for entry in entries:
-        name = entry["name"]
-        if name != _safe_name(name):
-            raise ValueError(f"{quarantine_path}: refusing manifest entry {name!r}")
-        target = destination / _safe_name(entry["original_name"])
-        if target.exists():
-            raise FileExistsError(f"{target} exists: release would overwrite it")
-        targets.append((quarantine_path / name, target))
-    destination.mkdir(parents=True, exist_ok=True)
-    for source, target in targets:
+class ReleaseRefused(ValueError):
+    """A release that would touch anything but one quarantined delivery; `str()` is the reason."""
+
+
+def entry_path(path: Path | str, quarantine_dir: Path) -> Path:
+    """The resolved `<quarantine_dir>/<run>/<delivery>` folder that `path` names, or refuse.
+
+    Symlinks are resolved first, so a link inside the quarantine that points elsewhere, or
+    `..` parts, cannot make release move or delete anything outside it.
+    """
+    root = Path(quarantine_dir).resolve()
+    resolved = Path(path).resolve()
+    if not resolved.is_relative_to(root):
+        raise ReleaseRefused(f"{str(path)!r} is outside the quarantine {root}: nothing released")
+    if len(resolved.relative_to(root).parts) != 2 or not resolved.is_dir():
+        raise ReleaseRefused(
+            f"{str(path)!r} is not a quarantined delivery (<quarantine>/<run>/<delivery>, "
+            "see `athanor quarantine list`): nothing released"
+        )
+    if not (resolved / MANIFEST).is_file():
+        raise ReleaseRefused(f"{resolved} has no {MANIFEST}: nothing released")
+    return resolved
+
+
+def _file_name(name: object, entry: Path) -> str:
+    """A name from the manifest, used only as one plain path component."""
+    # A backslash is an ordinary character here (on POSIX); Path() splits on what the OS splits on.
+    if (
+        not isinstance(name, str)
+        or name in ("", ".", "..")
+        or "/" in name
+        or "\0" in name
+        or Path(name).name != name
+    ):
+        raise ReleaseRefused(f"{entry}: the manifest names a file {name!r} that is not a plain file name")
+    return name
+
+
+def release(
+    quarantine_path: Path | str,
+    quarantine_dir: Path,
+    *,
+    bucket_mirror: Path | None = None,
+    s3_client: Callable[[], Any] | None = None,
+) -> list[str]:
+    """Put a quarantined delivery's files back where they came from, then drop the entry.
+
+    Files from a local landing folder go back into that folder; files mirrored from a bucket
+    (under `bucket_mirror`, `<mirror>/<bucket>/<key>`) go back to their object through
+    `s3_client()`. Nothing is overwritten: an existing file refuses the release, and an
+    existing object is accepted only when it holds the same bytes (its ETag is their MD5).
+    Everything is checked before anything moves. Returns the files' new locations.
+    """
+    entry = entry_path(quarantine_path, quarantine_dir)
+    try:
+        manifest = json.loads((entry / MANIFEST).read_text())
+        files = list(manifest["files"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ReleaseRefused(f"{entry / MANIFEST} is not a quarantine manifest ({exc})") from None
+    mirror = Path(bucket_mirror).resolve() if bucket_mirror else None
+    local: list[tuple[Path, Path]] = []
+    remote: list[tuple[Path, str, str]] = []
+    for item in files:
+        if not isinstance(item, dict):
+            raise ReleaseRefused(
+                f"{entry / MANIFEST} lists a file entry that is not an object: nothing released"
+            )
+        source = entry / _file_name(item.get("name"), entry)
+        if source.is_symlink() or not source.is_file():
+            raise ReleaseRefused(f"{source} is missing or not a plain file: nothing released")
+        if not item.get("origin"):
+            raise ReleaseRefused(
+                f"{entry}: the manifest does not say where its files came from (quarantined by an "
+                f"earlier version); copy them by hand into the landing folder they came from, "
+                f"then delete {entry}"
+            )
+        name = _file_name(item.get("original_name"), entry)
+        origin = Path(item["origin"])
+        if mirror is not None and origin.is_relative_to(mirror) and origin != mirror:
+            bucket, *folders = origin.relative_to(mirror).parts
+            remote.append((source, bucket, "/".join([*folders, name])))
+        else:
+            target = origin / name
+            if os.path.lexists(target):
+                raise ReleaseRefused(f"{target} exists: release would overwrite it, nothing released")
+            local.append((source, target))
+    if remote:
+        if s3_client is None:
+            raise ReleaseRefused(
+                f"{entry} came from a bucket and no S3 client is configured: nothing released"
+            )
+        client = s3_client()
+        remote = [r for r in remote if not _already_there(client, *r)]
+    for source, target in local:
+        target.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(str(source), str(target))
-    shutil.rmtree(quarantine_path)
-    run_dir = quarantine_path.parent
-    if run_dir.exists() and not any(run_dir.iterdir()):
+    for source, bucket, key in remote:
+        client.upload_file(str(source), bucket, key)
+    shutil.rmtree(entry)
+    run_dir = entry.parent
+    if not any(run_dir.iterdir()):
         run_dir.rmdir()
-    return [target for _, target in targets]
+    return [str(target) for _, target in local] + [f"s3://{bucket}/{key}" for _, bucket, key in remote]
+
+
+def _already_there(client: Any, source: Path, bucket: str, key: str) -> bool:
+    """True when the object holds these bytes; refuses when it holds others."""
+    from botocore.exceptions import ClientError
+
+    try:
+        head = client.head_object(Bucket=bucket, Key=key)
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+            return False
+        raise
+    with source.open("rb") as f:
+        digest = hashlib.file_digest(f, lambda: hashlib.md5(usedforsecurity=False)).hexdigest()
+    if head.get("ETag", "").strip('"') == digest:
+        return True
+    raise ReleaseRefused(
+        f"s3://{bucket}/{key} exists and differs: release would overwrite it, nothing released"
+    )
 
 
 def list_quarantine(quarantine_dir: Path) -> list[QuarantinedDelivery]:

@@ -1,0 +1,66 @@
+"""What the adversarial tests share: an Athanor home of their own, and a writer in another process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+GCP = FIXTURES / "billing" / "gcp" / "billing-export-202311.jsonl"
+JOBS = FIXTURES / "jobs" / "jobs.csv"
+
+# A second process that opens the warehouse for writing and keeps it until its stdin closes:
+# DuckDB's file lock is per process, so a conflict needs another one.
+HOLD_WRITER = (
+    "import sys, duckdb; con = duckdb.connect(sys.argv[1]); print('ready', flush=True); sys.stdin.read()"
+)
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """ATHANOR_HOME in the test's folder (also the working folder: a stray relative write lands
+    there and is seen), no Athanor or AWS setting from the caller's shell."""
+    for name in list(os.environ):
+        if name.startswith(("ATHANOR_", "AWS_")):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("ATHANOR_HOME", str(tmp_path))
+    monkeypatch.setenv("ATHANOR_DUCKDB_MEMORY_LIMIT", "1GB")
+    # boto3 clients built by the CLI never ask the EC2 metadata service for credentials.
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.chdir(tmp_path)
+    # main() lets SIGPIPE end the process, as a Unix filter should; pytest's process keeps its own.
+    previous = signal.getsignal(signal.SIGPIPE)
+    yield tmp_path
+    signal.signal(signal.SIGPIPE, previous)
+
+
+@pytest.fixture
+def writer() -> Callable[[Path], AbstractContextManager[subprocess.Popen]]:
+    """`with writer(path) as proc:` another process holds `path` open for writing meanwhile."""
+
+    @contextmanager
+    def holding(path: Path) -> Iterator[subprocess.Popen]:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", HOLD_WRITER, str(path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+            yield proc
+        finally:
+            assert proc.stdin is not None
+            proc.stdin.close()
+            proc.wait(timeout=60)
+
+    return holding
