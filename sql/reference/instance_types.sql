@@ -1,11 +1,50 @@
--- Reference: GPU instance types (GPUs per instance, GPU model, normalisation factor, list prices).
+-- Reference: GPU instance types of every provider (GPUs per instance, GPU model, normalisation
+-- factor), each priced in its reference region: the first row of the type in prices.csv.
+-- Azure and GCP publish no normalisation factor; their GPU count stands in (as in
+-- athanor.reference.instances), so the family pools of gpu_demand_hourly still weigh sizes.
 create or replace table ref_instance_types as
-select * from read_csv($path, header = true, columns = {
-    'instance_type': 'varchar',
-    'instance_family': 'varchar',
-    'gpu_count': 'integer',
-    'gpu_model': 'varchar',
-    'normalization_factor': 'double',
-    'on_demand_usd_per_h': 'decimal(18, 6)',
-    'spot_usd_per_h': 'decimal(18, 6)'
-})
+with instances as (
+    select * from read_csv($instances, header = true, columns = {
+        'provider': 'varchar',
+        'instance_type': 'varchar',
+        'instance_family': 'varchar',
+        'gpu_model': 'varchar',
+        'gpu_count': 'integer',
+        'gpu_memory_gib': 'double',
+        'normalization_factor': 'double',
+        'spec_source': 'varchar',
+        'memory_source': 'varchar'
+    })
+),
+
+prices as (
+    select *, row_number() over () as file_row
+    from read_csv($prices, header = true, columns = {
+        'provider': 'varchar',
+        'instance_type': 'varchar',
+        'region': 'varchar',
+        'on_demand_usd_per_h': 'decimal(18, 6)',
+        'spot_usd_per_h': 'decimal(18, 6)',
+        'on_demand_source': 'varchar',
+        'spot_source': 'varchar'
+    })
+),
+
+reference_prices as (
+    select * from prices
+    qualify row_number() over (partition by instance_type order by file_row) = 1
+)
+
+select
+    i.instance_type,
+    i.instance_family,
+    i.gpu_count,
+    i.gpu_model,
+    coalesce(i.normalization_factor, i.gpu_count)   as normalization_factor,
+    p.on_demand_usd_per_h,
+    p.spot_usd_per_h,
+    i.provider,
+    p.region,
+    i.gpu_memory_gib
+from instances as i
+left join reference_prices as p using (instance_type)

@@ -308,14 +308,17 @@ comment on column ebs_listings.source_file is 'File name the listing was read fr
 comment on column ebs_listings.items is 'Number of volumes or snapshots in the listing.';
 comment on column ebs_listings.document is 'The listing JSON, verbatim.';
 
-comment on table ref_instance_types is 'Reference: GPU instance types, reloaded when its data file changes. Grain: one row per instance type.';
-comment on column ref_instance_types.instance_type is 'EC2 instance type, e.g. p4d.24xlarge.';
+comment on table ref_instance_types is 'Reference: GPU instance types of AWS, Azure and GCP (instances.csv with its reference-region row of prices.csv), reloaded when a data file changes. Grain: one row per instance type.';
+comment on column ref_instance_types.instance_type is 'Instance type as the provider names it: p4d.24xlarge, Standard_ND96asr_v4, a2-highgpu-8g.';
 comment on column ref_instance_types.instance_family is 'Family, e.g. p4d; pools are family x region.';
 comment on column ref_instance_types.gpu_count is 'GPUs per instance.';
 comment on column ref_instance_types.gpu_model is 'GPU model, e.g. A100-40GB.';
-comment on column ref_instance_types.normalization_factor is 'AWS normalization factor of the size (units for commitment sizing).';
-comment on column ref_instance_types.on_demand_usd_per_h is 'us-east-1 on-demand list price, $ per instance-hour.';
-comment on column ref_instance_types.spot_usd_per_h is 'Typical us-east-1 spot price, $ per instance-hour (an assumption; override per deployment).';
+comment on column ref_instance_types.normalization_factor is 'AWS normalization factor of the size (units for commitment sizing); Azure and GCP: the GPU count.';
+comment on column ref_instance_types.on_demand_usd_per_h is 'On-demand list price in region, $ per instance-hour.';
+comment on column ref_instance_types.spot_usd_per_h is 'Typical spot price in region, $ per instance-hour (an assumption; override per deployment).';
+comment on column ref_instance_types.provider is 'aws, azure or gcp.';
+comment on column ref_instance_types.region is 'The reference region the prices are from (the first row of the type in prices.csv); null for a type without a price.';
+comment on column ref_instance_types.gpu_memory_gib is 'GPU memory per GPU, GiB, as the provider reports it.';
 
 comment on view job_run_costs is 'Training jobs joined to the billing rows tagged with their job_id. Grain: one row per job and billing currency.';
 comment on column job_run_costs.job_id is 'Job id (job_runs.job_id = billing tag job_id).';

@@ -636,7 +636,7 @@ def test_summarise_counts_running_jobs_without_duration() -> None:
 
 
 def test_sagemaker_gpus_come_from_the_reference_catalogue(tmp_path: Path) -> None:
-    # ml.g6e.12xlarge: 4 L40S GPUs in reference/data/instance_types.csv.
+    # ml.g6e.12xlarge: 4 L40S GPUs in reference/data/instances.csv.
     doc = json.loads((FIXTURES / "sagemaker-spot.json").read_text())[1]
     doc["ResourceConfig"] = {"InstanceType": "ml.g6e.12xlarge", "InstanceCount": 2}
     path = tmp_path / "describe.json"

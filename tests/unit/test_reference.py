@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
@@ -27,17 +28,41 @@ from athanor.warehouse import connect
 
 def test_catalogue_rows_as_in_the_file() -> None:
     assert instance("p4d.24xlarge") == InstanceType(
-        "p4d.24xlarge", "p4d", 8, "A100-40GB", 192.0, Decimal("21.96"), Decimal("7.90")
+        "p4d.24xlarge", "p4d", 8, "A100-40GB", 192.0, Decimal("21.96"), Decimal("7.90"), "aws", "us-east-1"
     )
     assert instance("g5.12xlarge") == InstanceType(
-        "g5.12xlarge", "g5", 4, "A10G", 96.0, Decimal("5.67"), Decimal("2.40")
+        "g5.12xlarge", "g5", 4, "A10G", 96.0, Decimal("5.67"), Decimal("2.40"), "aws", "us-east-1"
     )
-    # No prices taken for p5e: both empty in the file.
+    # No prices taken for p5e: both empty, and no region.
     p5e = instance("p5e.48xlarge")
-    assert (p5e.gpu_count, p5e.on_demand_usd_per_h, p5e.spot_usd_per_h) == (8, None, None)
+    assert (p5e.gpu_count, p5e.on_demand_usd_per_h, p5e.spot_usd_per_h, p5e.region) == (8, None, None, None)
     assert instance("trn1.32xlarge").gpu_count == 16  # Trainium chips
-    assert len(instance_types()) == 37
+    # g6e.48xlarge's only price row is us-west-2 (prices.csv): that is its reference region.
+    assert (instance("g6e.48xlarge").region, instance("g6e.48xlarge").on_demand_usd_per_h) == (
+        "us-west-2",
+        Decimal("30.13118"),
+    )
+    # One list for every provider: 37 AWS, 8 Azure, 15 GCP types.
+    assert len(instance_types()) == 60
     assert instance_types()[0].instance_type == "p4d.24xlarge"
+    assert [t.provider for t in instance_types()].count("azure") == 8
+
+
+def test_azure_and_gcp_types_weigh_sizes_by_gpus() -> None:
+    # No normalisation factor is published outside AWS: the GPU count stands in.
+    assert instance("Standard_ND96asr_v4") == InstanceType(
+        "Standard_ND96asr_v4",
+        "NDasr_A100_v4",
+        8,
+        "A100-40GB",
+        8.0,
+        Decimal("27.197"),
+        None,
+        "azure",
+        "eastus",
+    )
+    assert instance("a2-highgpu-1g").normalization_factor == 1.0
+    assert gpus_per_instance("A2-HIGHGPU-8G") == 8
 
 
 def test_catalogue_is_frozen_and_read_once() -> None:
@@ -62,7 +87,7 @@ def test_normalization_factor_follows_the_size() -> None:
     # AWS: xlarge 8, and each size step doubles up to 16xlarge; 12xlarge 96, 24xlarge 192.
     sizes = {"xlarge": 8, "2xlarge": 16, "4xlarge": 32, "8xlarge": 64, "12xlarge": 96, "16xlarge": 128,
              "24xlarge": 192, "32xlarge": 256, "48xlarge": 384}  # fmt: skip
-    for row in instance_types():
+    for row in (t for t in instance_types() if t.provider == "aws"):
         assert row.normalization_factor == sizes[row.instance_type.split(".")[1]], row.instance_type
         assert row.instance_type.startswith(row.instance_family + ".")
 
@@ -70,11 +95,19 @@ def test_normalization_factor_follows_the_size() -> None:
 def test_warehouse_table_is_the_same_file(tmp_path) -> None:
     con = connect(tmp_path / "wh.duckdb")
     rows = con.execute(
-        "select instance_type, gpu_count, normalization_factor, on_demand_usd_per_h, spot_usd_per_h"
+        "select instance_type, gpu_count, normalization_factor, on_demand_usd_per_h, spot_usd_per_h, provider, region"
         " from ref_instance_types order by instance_type"
     ).fetchall()
     assert rows == sorted(
-        (t.instance_type, t.gpu_count, t.normalization_factor, t.on_demand_usd_per_h, t.spot_usd_per_h)
+        (
+            t.instance_type,
+            t.gpu_count,
+            t.normalization_factor,
+            t.on_demand_usd_per_h,
+            t.spot_usd_per_h,
+            t.provider,
+            t.region,
+        )
         for t in instance_types()
     )
 
@@ -120,3 +153,32 @@ def test_storage_prices_and_rules() -> None:
     # every EBS volume type of the vocabulary has a price
     assert set(DEFAULT_PRICES.ebs_gb_month) == set(reference.EBS_VOLUME_TYPES)
     assert GIB == 1_073_741_824
+
+
+def test_azure_and_gcp_billing_lines_get_gpus_from_the_catalogue(tmp_path) -> None:
+    from athanor.ingest.billing import ingest_billing
+
+    azure = tmp_path / "azure.csv"
+    header = ("BillingAccountId,BillingPeriodStartDate,BillingPeriodEndDate,SubscriptionId,Date,MeterCategory,"
+              "Quantity,UnitOfMeasure,Cost,PayGPrice,UnitPrice,BillingCurrency,ResourceLocation,ConsumedService,"
+              "AdditionalInfo,ChargeType,Frequency,PricingModel")  # fmt: skip
+    row = ('8611537,09/01/2023,09/30/2023,sub-1,09/04/2023,Virtual Machines,10,1 Hour,271.97,27.197,27.197,USD,'
+           'EastUS,Microsoft.Compute,"{""ServiceType"":""Standard_ND96asr_v4""}",Usage,UsageBased,OnDemand')  # fmt: skip
+    azure.write_text(header + "\n" + row + "\n")
+    gcp = Path(__file__).resolve().parents[1] / "fixtures" / "billing" / "gcp" / "billing-export-202311.jsonl"
+    with connect(tmp_path / "wh.duckdb") as con:
+        ingest_billing(con, [azure])
+        ingest_billing(con, [gcp])
+        got = con.execute(
+            "select distinct x_instance_type, x_instance_family, x_gpu_count, x_gpu_model from billing_facts"
+            " where x_instance_type is not null order by 1"
+        ).fetchall()
+        # The GCP fixture's A100 line meters 3,600 GPU-seconds on a2-highgpu-1g: one instance-hour.
+        gcp_hours = con.execute(
+            "select sum(x_usage_hours) from billing_facts where x_instance_type = 'a2-highgpu-1g'"
+        ).fetchone()[0]
+    assert got == [
+        ("Standard_ND96asr_v4", "NDasr_A100_v4", 8, "A100-40GB"),
+        ("a2-highgpu-1g", "a2-highgpu", 1, "A100-40GB"),
+    ]
+    assert gcp_hours == 1

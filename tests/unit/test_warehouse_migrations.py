@@ -87,7 +87,7 @@ def test_a_new_schema_file_reaches_a_recorded_warehouse(
     assert "schema/026_extra" in _ledger(path)
 
 
-def test_the_reference_table_reloads_only_when_its_data_file_changes(
+def test_the_reference_table_reloads_only_when_its_data_files_change(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "w.duckdb"
@@ -98,10 +98,11 @@ def test_the_reference_table_reloads_only_when_its_data_file_changes(
     with connect(path) as con:  # same CSV: not reloaded, the hand edit stays
         assert con.execute("select count(*) from ref_instance_types").fetchone()[0] == count - 1
 
-    csv = tmp_path / "instance_types.csv"
-    lines = migrations.REFERENCE_DATA["instance_types"].read_text().splitlines()
-    csv.write_text("\n".join(lines[:3]) + "\n")  # header and two instance types
-    monkeypatch.setitem(migrations.REFERENCE_DATA, "instance_types", csv)
+    files = dict(migrations.REFERENCE_DATA["instance_types"])
+    lines = files["instances"].read_text().splitlines()
+    files["instances"] = tmp_path / "instances.csv"
+    files["instances"].write_text("\n".join(lines[:3]) + "\n")  # header and two instance types
+    monkeypatch.setitem(migrations.REFERENCE_DATA, "instance_types", files)
     with connect(path) as con:
         assert con.execute("select count(*) from ref_instance_types").fetchone()[0] == 2
         comment = "select comment from duckdb_tables() where table_name = 'ref_instance_types'"

@@ -29,8 +29,10 @@ from athanor.warehouse.rows import insert_rows
 log = logging.getLogger(__name__)
 
 SCHEMA_DIR = SQL_DIR / "schema"
-# Reference table -> the data file its SQL (sql/reference/<name>.sql) loads, as `$path`.
-REFERENCE_DATA = {"instance_types": DATA_DIR / "instance_types.csv"}
+# Reference table -> the data files its SQL (sql/reference/<name>.sql) loads, by parameter name.
+REFERENCE_DATA = {
+    "instance_types": {"instances": DATA_DIR / "instances.csv", "prices": DATA_DIR / "prices.csv"},
+}
 
 
 @dataclass(frozen=True)
@@ -51,10 +53,11 @@ def _digest(*parts: bytes) -> str:
 def references() -> list[Definition]:
     """The reference tables: loaded before the schema, whose comments and views describe them."""
     out = []
-    for table, data in REFERENCE_DATA.items():
+    for table, files in REFERENCE_DATA.items():
         statement = (SQL_DIR / "reference" / f"{table}.sql").read_text()
-        sha = _digest(statement.encode(), data.read_bytes())
-        out.append(Definition(f"reference/{table}", sha, statement, {"path": str(data)}))
+        sha = _digest(statement.encode(), *(files[name].read_bytes() for name in sorted(files)))
+        params = {name: str(path) for name, path in files.items()}
+        out.append(Definition(f"reference/{table}", sha, statement, params))
     return out
 
 
