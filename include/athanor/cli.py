@@ -414,6 +414,12 @@ def error_line(exc: BaseException) -> str:
                 )
         return first
     if type(exc).__module__.startswith("botocore"):
+        bucket = re.search(r'Invalid bucket name "([^"]*)"', str(exc))
+        if bucket:  # botocore goes on to quote two regular expressions
+            return (
+                f"invalid bucket name {bucket[1]!r}: a bucket name is 3 to 63 lowercase letters, digits, "
+                "dots and hyphens (no s3://, no prefix)"
+            )
         # ParamValidationError puts the reason on the lines after a generic header.
         lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
         return " ".join(lines[1:] if len(lines) > 1 and lines[0].endswith(":") else lines)

@@ -138,9 +138,13 @@ ATTACKS = [
     (
         "unlock the configuration",
         "reset lock_configuration",
-        f"athanor query is read-only: SET is not allowed {ONLY}",
+        f"athanor query is read-only: RESET is not allowed {ONLY}",
     ),
-    ("pragma that sets", "pragma threads = 64", f"athanor query is read-only: SET is not allowed {ONLY}"),
+    (
+        "pragma that sets",
+        "pragma threads = 64",
+        f"athanor query is read-only: a PRAGMA that sets an option is not allowed {ONLY}",
+    ),
     (
         "pragma that switches profiling on",
         "pragma enable_profiling",
@@ -173,6 +177,25 @@ ATTACKS = [
         "select 1; delete from billing_facts",
         f"athanor query is read-only: DELETE is not allowed {ONLY}",
     ),
+    *[
+        (statement, statement, f"athanor query is read-only: {word} is not allowed {ONLY}")
+        for word, statement in [
+            ("DETACH", "detach athanor"),
+            ("USE", "use memory"),
+            ("TRUNCATE", "truncate billing_facts"),
+            ("INSERT", "insert into billing_facts select * from billing_facts"),
+            ("MERGE", "merge into billing_facts using billing_facts s on true when matched then delete"),
+            ("ALTER", "alter table billing_facts add column z int"),
+            ("COMMENT", "comment on table billing_facts is 'x'"),
+            ("VACUUM", "vacuum"),
+            ("ANALYZE", "analyze"),
+            ("PREPARE", "prepare p as delete from billing_facts"),
+            ("BEGIN", "begin"),
+            ("CREATE", "create temp table t as select 1"),
+            ("CREATE", "create secret (type s3, key_id 'k', secret 's')"),
+            ("SET", "set variable x = 1"),
+        ]
+    ],
     (
         "explain analyze runs the delete",
         "explain analyze delete from billing_facts",

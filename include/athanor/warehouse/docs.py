@@ -106,9 +106,17 @@ order by gpu_hours desc""",
     ),
     Example(
         "The latest recommendations, biggest saving first",
-        """select kind, scope, action, estimated_monthly_savings_amount, risk
+        # The newest day's last run by the time it ran: run ids sort as text, not by time
+        # ('scheduled__...' after 'manual__...' whatever their dates).
+        """with runs as (
+    select r.run_id, max(r.as_of) as as_of, max(p.finished_at) as finished_at
+    from recommendations as r
+    left join pipeline_runs as p using (run_id)
+    group by r.run_id
+)
+select kind, scope, action, estimated_monthly_savings_amount, risk
 from recommendations
-where run_id = (select run_id from recommendations order by as_of desc, run_id desc limit 1)
+where run_id = (select run_id from runs order by as_of desc, finished_at desc nulls last limit 1)
 order by estimated_monthly_savings_amount desc nulls last""",
     ),
     Example(
@@ -166,8 +174,10 @@ def render_markdown(relations: Sequence[Relation], examples: Sequence[Example] =
         "One DuckDB file (`warehouse/athanor.duckdb`). Analysts open the read-only snapshot that",
         "every nightly run publishes beside it (`warehouse/athanor-snapshot.duckdb`), so a query never",
         "waits for, or blocks, the nightly writer: `duckdb -readonly warehouse/athanor-snapshot.duckdb`,",
-        'or `athanor query "select ..."`. Timestamps are UTC. Money is in the billing currency (USD for',
-        "the demo); `EffectiveCost` / `effective_cost` is the amortised cost. The views `focus_charges` and",
+        'or `athanor query "select ..."`, which reads the snapshot and runs only SELECT, EXPLAIN, PRAGMA',
+        'and CALL statements, with no access to other files, the network or extensions (README, "The',
+        'command line"). Timestamps are UTC. Money is in the billing currency (USD for the demo);',
+        "`EffectiveCost` / `effective_cost` is the amortised cost. The views `focus_charges` and",
         "`job_runs` are the stable interface: columns are added, never renamed.",
         "",
         "## Contents",

@@ -92,11 +92,16 @@ def check_statements(con: duckdb.DuckDBPyConnection, text: str) -> None:
 
 
 def _kind_name(statement: object, kind: duckdb.StatementType | None) -> str:
-    """What the user typed, in their words: INSTALL rather than DuckDB's LOAD, for instance."""
+    """The refused statement in the user's words (INSTALL, TRUNCATE, USE), not DuckDB's kind
+    (LOAD, DELETE, SET); DuckDB's kind when the text starts otherwise (WITH ... DELETE)."""
     words = str(getattr(statement, "query", "")).split()
-    if kind is None or kind == duckdb.StatementType.LOAD:
-        two = kind is None or bool(words and words[0].upper() == "FORCE")
-        return " ".join(words[: 2 if two else 1]).upper() or "this statement"
+    first = words[0].upper() if words else ""
+    if kind is None or first == "FORCE":  # UPDATE EXTENSIONS, FORCE INSTALL
+        return " ".join(words[:2]).upper() or "this statement"
+    if first == "PRAGMA":  # the reading pragmas are allowed; this one sets an option
+        return "a PRAGMA that sets an option"
+    if first.isalpha() and first != "WITH":
+        return first
     return kind.name.replace("_", " ")
 
 
