@@ -191,15 +191,30 @@ def fill_small_warehouse(con: duckdb.DuckDBPyConnection, run_id: str = "run-1") 
                values ('l3', ?, 'ckpt-bucket', ?, ?, ?, false, ?, ?, ?)""",
             [AS_OF, key, version, latest, int(size), datetime.fromisoformat(modified), klass],
         )
+    # The ledger: l1 holds the billing rows above (l0 is the delivery it restated), l2 the jobs,
+    # l3 the inventory.
     con.execute(
-        """insert into dq_results (run_id, suite, table_name, rule, column_name, severity, success,
+        """insert into loads (load_id, kind, source_uri, files, checksum_sha256, size_bytes, billing_periods,
+               status, started_at)
+           values
+           ('l0', 'billing', 'landing/billing', ['f.csv'], 'c0', 1, ['2026-10', '2026-11'], 'replaced',
+            '2026-11-30 02:30:00'),
+           ('l1', 'billing', 'landing/billing', ['f.csv'], 'c1', 1, ['2026-10', '2026-11'], 'loaded',
+            '2026-12-01 02:30:00'),
+           ('l2', 'jobs', 'landing/jobs', ['jobs.csv'], 'c2', 1, null, 'loaded', '2026-12-01 02:31:00'),
+           ('l3', 'inventory', 'landing/inventory', ['manifest.json'], 'c3', 1, null, 'loaded',
+            '2026-12-01 02:32:00')"""
+    )
+    # Checked the night after the period, as a nightly run does; dq-0 checked the restated delivery.
+    con.execute(
+        """insert into dq_results (run_id, load_id, suite, table_name, rule, column_name, severity, success,
                unexpected_count, examples, files, checked_at)
            values
-           ('dq-1', 'billing_facts', 'delivery', 'billed_cost not null', 'billed_cost', 'error', true, 0,
-            null, null, '2026-11-30 03:00:00'),
-           ('dq-1', 'billing_facts', 'delivery', 'x_gpu_count between 1 and 16', 'x_gpu_count', 'warn', false, 3,
-            ['row 3: 0', 'row 9: 32', 'row 12: 64'], ['cur.csv'], '2026-11-30 03:00:00'),
-           ('dq-0', 'billing_facts', 'delivery', 'an older run', null, 'error', false, 1,
+           ('dq-1', 'l1', 'billing_facts', 'delivery', 'billed_cost not null', 'billed_cost', 'error', true, 0,
+            null, null, '2026-12-01 03:00:00'),
+           ('dq-1', 'l1', 'billing_facts', 'delivery', 'x_gpu_count between 1 and 16', 'x_gpu_count', 'warn',
+            false, 3, ['row 3: 0', 'row 9: 32', 'row 12: 64'], ['cur.csv'], '2026-12-01 03:00:00'),
+           ('dq-0', 'l0', 'billing_facts', 'delivery', 'an older run', null, 'error', false, 1,
             null, null, '2026-11-29 03:00:00')"""
     )
 
@@ -254,7 +269,8 @@ def test_report_data_matches_hand_computed_numbers(warehouse: duckdb.DuckDBPyCon
         ("runs/b", 0),
         ("logs", 0),
     ]
-    assert [r.rule for r in data.dq_failed] == ["x_gpu_count between 1 and 16"]  # dq-0 is an older run
+    # dq-0 checked the delivery l1 restated; l1's checks ran after the period and still count.
+    assert [r.rule for r in data.dq_failed] == ["x_gpu_count between 1 and 16"]
     assert len(data.dq or []) == 2
     assert data.dq_failed[0].examples == "row 3: 0; row 9: 32; row 12: 64"
     assert data.dq_failed[0].where == "billing_facts · delivery · x_gpu_count · cur.csv"

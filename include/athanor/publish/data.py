@@ -48,6 +48,16 @@ class Recommendation:
     kind: str
     scope: str
     action: str
+    @property
+    def months(self) -> list[str]:
+        """'YYYY-MM' of every month the report's windows read, oldest first."""
+        day = min(self.weeks_start, self.previous_start).replace(day=1)
+        out = []
+        while day <= self.as_of:
+            out.append(f"{day:%Y-%m}")
+            day = (day + timedelta(days=32)).replace(day=1)
+        return out
+
     run_id: str
     as_of: date
     recommended_quantity: float | None
@@ -367,7 +377,7 @@ def load_report_data(con: duckdb.DuckDBPyConnection, as_of: date, run_id: str) -
         for r in _rows(con, "storage_top_prefixes", {"as_of": as_of, "limit": TOP_PREFIXES})
     ]
     dq = (
-        [_dq_result(r) for r in _rows(con, "dq_results", {"end": w.period_end})]
+        [_dq_result(r) for r in _rows(con, "dq_results", {"months": w.months})]
         if _has_table(con, "dq_results")
         else None
     )
