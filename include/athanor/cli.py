@@ -193,19 +193,21 @@ def _cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
 def _cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     """Run the whole nightly flow in this process (what the two DAGs do, without Airflow)."""
     from athanor.errors import DataRejected
-    from athanor.flow import STAGES, run_stage
+    from athanor.flow import STAGES, holding_warehouse, run_stage
+    from athanor.warehouse import WarehouseBusy
 
     context = {"params": {"as_of": args.as_of, "source": args.source}, "run_id": args.run_id}
     stage_options = {"settings": settings, "s3_client": lambda: s3_client(settings)}
     results: dict[str, dict] = {}
     try:
-        for stage in STAGES:
-            inputs = [results[name] for name in stage.inputs]
-            results[stage.name] = run_stage(stage.name, context, *inputs, **stage_options)
-            if stage.name == "load":
-                for line in results["load"].get("loaded", []):
-                    print(line)
-    except DataRejected as exc:
+        with holding_warehouse(settings) as held:
+            for stage in STAGES:
+                inputs = [results[name] for name in stage.inputs]
+                results[stage.name] = run_stage(stage.name, context, *inputs, held=held, **stage_options)
+                if stage.name == "load":
+                    for line in results["load"].get("loaded", []):
+                        print(line)
+    except (DataRejected, WarehouseBusy) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     mix, published = results["recommend_mix"], results["publish"]

@@ -12,7 +12,8 @@ Airflow.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -23,7 +24,8 @@ import duckdb
 from athanor.errors import DataRejected
 from athanor.ingest.deliveries import ingest_deliveries
 from athanor.settings import Settings
-from athanor.warehouse import connect, insert_rows, publish_snapshot, sql, transaction
+from athanor.warehouse import connect, insert_rows, sql, transaction
+from athanor.warehouse.connection import configure
 
 
 @dataclass(frozen=True)
@@ -34,10 +36,41 @@ class RunContext:
     settings: Settings
     # Builds a boto3 S3 client for bucket sources (from an Airflow connection in a task).
     s3_client: Callable[[], Any] | None = None
+    # The warehouse, held open for the whole of a run in one process (`holding_warehouse`).
+    held: duckdb.DuckDBPyConnection | None = None
 
     def connect(self) -> duckdb.DuckDBPyConnection:
+        """A connection of this stage's own; closing it leaves a held warehouse held."""
         s = self.settings
-        return connect(s.warehouse, memory_limit=s.duckdb_memory_limit, threads=s.duckdb_threads)
+        if self.held is not None:
+            con = self.held.cursor()
+            configure(con, memory_limit=s.duckdb_memory_limit, threads=s.duckdb_threads)
+            return con
+        return connect(
+            s.warehouse, memory_limit=s.duckdb_memory_limit, threads=s.duckdb_threads, wait_s=s.writer_wait_s
+        )
+
+
+@contextmanager
+def holding_warehouse(settings: Settings) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Hold the warehouse file from the first stage to the last, for a run in one process.
+
+    DuckDB locks the file while a process has it open. Opened and closed stage by stage, it
+    is free between stages: an analyst's read-only open or another writer taking it there
+    crashed the next stage. Held here, every connection of this process (the stages' own
+    and the loader's) shares the one open database, and others are kept out for the whole
+    run. Another holder at the start: wait `writer_wait_s`, then `WarehouseBusy`.
+    """
+    con = connect(
+        settings.warehouse,
+        memory_limit=settings.duckdb_memory_limit,
+        threads=settings.duckdb_threads,
+        wait_s=settings.writer_wait_s,
+    )
+    try:
+        yield con
+    finally:
+        con.close()
 
 
 # ---------------------------------------------------------------------------- stages
@@ -248,8 +281,11 @@ def publish(run: RunContext) -> dict:
     con = run.connect()
     try:
         as_of = _as_of(run, con)
-        paths = build_report(con, as_of, run.settings.reports, run.run_id)
-        snapshot = publish_snapshot(con, run.settings.warehouse, run.settings.snapshot)
+        # The report and the snapshot go out together or not at all, so they never disagree.
+        snapshot = run.settings.snapshot
+        paths = build_report(
+            con, as_of, run.settings.reports, run.run_id, snapshot=snapshot, warehouse=run.settings.warehouse
+        )
     finally:
         con.close()
     published = {"report": str(paths.html), "snapshot": str(snapshot), "as_of": as_of.isoformat()}
@@ -361,6 +397,7 @@ def run_stage(
     *inputs: Any,
     settings: Settings | None = None,
     s3_client: Callable[[], Any] | None = None,
+    held: duckdb.DuckDBPyConnection | None = None,
 ) -> dict:
     """Run stage `name` for the run described by `context`; returns a small JSON-able summary."""
     settings = settings or Settings.from_env()
@@ -370,5 +407,6 @@ def run_stage(
         params=_params(context),
         settings=settings,
         s3_client=s3_client,
+        held=held,
     )
     return STAGE[name].function(run, *inputs)

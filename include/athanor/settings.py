@@ -40,6 +40,8 @@ class Settings:
     # an endpoint for S3-compatible servers, and the region.
     s3_endpoint_url: str | None = None
     aws_region: str = "us-east-1"
+    # How long a writer waits while another process holds the warehouse file, then fails.
+    writer_wait_s: float = 60.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -67,6 +69,7 @@ class Settings:
             dq_anomaly_k=float(env["ATHANOR_DQ_ANOMALY_K"]) if env.get("ATHANOR_DQ_ANOMALY_K") else None,
             s3_endpoint_url=env.get("ATHANOR_S3_ENDPOINT_URL") or env.get("AWS_ENDPOINT_URL") or None,
             aws_region=env.get("AWS_REGION", "us-east-1"),
+            writer_wait_s=float(env.get("ATHANOR_WRITER_WAIT_S", "60")),
         )
 
 

@@ -1,10 +1,12 @@
--- Grain: one row per week (Monday 00:00 UTC) with commitment utilisation and coverage.
+-- Grain: one row per week (Monday 00:00 UTC) per billing currency, with commitment
+-- utilisation and coverage (a commitment is bought and billed in one currency).
 -- Utilisation: amortised cost of used commitment / cost of all commitment (used + unused).
 -- Coverage: instance-hours run on a commitment / instance-hours that a commitment could
 -- have covered (usage lines, spot excluded: spot is not eligible for reservations).
 with usage as (
     select
         cast(date_trunc('week', charge_period_start) as date) as week,
+        billing_currency as currency,
         commitment_discount_status,
         charge_category,
         pricing_category,
@@ -18,8 +20,9 @@ with usage as (
 final as (
     select
         week,
-        coalesce(sum(effective_cost) filter (where commitment_discount_status = 'Used'), 0) as used_usd,
-        coalesce(sum(effective_cost) filter (where commitment_discount_status = 'Unused'), 0) as unused_usd,
+        currency,
+        coalesce(sum(effective_cost) filter (where commitment_discount_status = 'Used'), 0) as used_cost,
+        coalesce(sum(effective_cost) filter (where commitment_discount_status = 'Unused'), 0) as unused_cost,
         coalesce(sum(x_usage_hours) filter (
             where charge_category = 'Usage' and commitment_discount_status = 'Used'), 0) as committed_hours,
         coalesce(sum(x_usage_hours) filter (
@@ -27,14 +30,15 @@ final as (
               and coalesce(pricing_category, '') <> 'Dynamic'
               and commitment_discount_status is distinct from 'Unused'), 0) as eligible_hours
     from usage
-    group by week
+    group by week, currency
 )
 
 select
     week,
-    cast(used_usd as double) as used_usd,
-    cast(unused_usd as double) as unused_usd,
+    currency,
+    cast(used_cost as double) as used_cost,
+    cast(unused_cost as double) as unused_cost,
     cast(committed_hours as double) as committed_hours,
     cast(eligible_hours as double) as eligible_hours
 from final
-order by week
+order by currency, week

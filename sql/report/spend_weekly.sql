@@ -1,8 +1,10 @@
--- Grain: one row per week (Monday 00:00 UTC) per dimension per label, with its effective cost.
--- Dimensions: pricing_category (FOCUS), team (the `team` tag), instance_family, service.
+-- Grain: one row per week (Monday 00:00 UTC) per billing currency per dimension per label,
+-- with its effective cost. Dimensions: pricing_category (FOCUS), team (the `team` tag),
+-- instance_family, service. Currencies are never added together.
 with charges as (
     select
         cast(date_trunc('week', charge_period_start) as date) as week,
+        billing_currency as currency,
         coalesce(pricing_category, 'Unknown') as pricing_category,
         coalesce(nullif(tags['team'], ''), '(untagged)') as team,
         coalesce(x_instance_family, '(not an instance)') as instance_family,
@@ -14,16 +16,17 @@ with charges as (
 ),
 
 final as (
-    select week, 'pricing_category' as dimension, pricing_category as label, sum(effective_cost) as cost_usd
-    from charges group by week, pricing_category
+    select week, currency, 'pricing_category' as dimension, pricing_category as label, sum(effective_cost) as cost
+    from charges group by week, currency, pricing_category
     union all
-    select week, 'team', team, sum(effective_cost) from charges group by week, team
+    select week, currency, 'team', team, sum(effective_cost) from charges group by week, currency, team
     union all
-    select week, 'instance_family', instance_family, sum(effective_cost) from charges group by week, instance_family
+    select week, currency, 'instance_family', instance_family, sum(effective_cost)
+    from charges group by week, currency, instance_family
     union all
-    select week, 'service', service, sum(effective_cost) from charges group by week, service
+    select week, currency, 'service', service, sum(effective_cost) from charges group by week, currency, service
 )
 
-select week, dimension, label, cast(cost_usd as double) as cost_usd
+select week, currency, dimension, label, cast(cost as double) as cost
 from final
-order by dimension, week, label
+order by currency, dimension, week, label

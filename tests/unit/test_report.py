@@ -278,7 +278,7 @@ def test_report_data_matches_hand_computed_numbers(warehouse: duckdb.DuckDBPyCon
 
 def test_weekly_spend_splits_by_team_tag(warehouse: duckdb.DuckDBPyConnection) -> None:
     data = load_report_data(warehouse, AS_OF, "run-1")
-    team = {(r.week, r.label): r.cost_usd for r in data.weekly_spend if r.dimension == "team"}
+    team = {(r.week, r.label): r.cost for r in data.weekly_spend if r.dimension == "team"}
     assert team == {
         (date(2026, 10, 12), "llm"): 1500.0,
         (date(2026, 11, 9), "llm"): 1800.0,  # 1000 on-demand + 600 used + 200 unused commitment
@@ -287,7 +287,7 @@ def test_weekly_spend_splits_by_team_tag(warehouse: duckdb.DuckDBPyConnection) -
     }
     # Every dimension adds up to the same weekly total.
     for dimension in ("pricing_category", "instance_family", "service"):
-        assert sum(r.cost_usd for r in data.weekly_spend if r.dimension == dimension) == pytest.approx(3650.0)
+        assert sum(r.cost for r in data.weekly_spend if r.dimension == dimension) == pytest.approx(3650.0)
 
 
 def test_report_prefers_the_given_run_then_the_latest(warehouse: duckdb.DuckDBPyConnection) -> None:
@@ -382,7 +382,7 @@ def test_neutralise(cell: object, expected: object) -> None:
 def test_exports_json_csv_and_lifecycle(warehouse: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
     paths = build_report(warehouse, AS_OF, tmp_path / "reports", "run-1")
     doc = json.loads(paths.recommendations_json.read_text())
-    assert doc["schema_version"] == "1.0"
+    assert doc["schema_version"] == "1.1"
     assert doc["as_of"] == "2026-11-30"
     assert [r["kind"] for r in doc["recommendations"]] == [
         "reserved_instances",

@@ -106,7 +106,12 @@ def ingest_deliveries(
     """Load deliveries given as (uri, local files, files named explicitly by the user)."""
     outcome = outcome or IngestOutcome()
     job_as_of = datetime.combine(as_of, datetime.max.time()) if as_of else None
-    con = connect(warehouse, memory_limit=settings.duckdb_memory_limit, threads=settings.duckdb_threads)
+    con = connect(
+        warehouse,
+        memory_limit=settings.duckdb_memory_limit,
+        threads=settings.duckdb_threads,
+        wait_s=settings.writer_wait_s,
+    )
     try:
         for uri, files, explicit in deliveries:
             by_kind: dict[str, list[Path]] = defaultdict(list)

@@ -1,4 +1,8 @@
-"""The nightly report: HTML for people, JSON and CSV for machines, under reports/<date>/ and reports/latest/."""
+"""The nightly report: HTML for people, JSON and CSV for machines, under reports/<date>/ and reports/latest/.
+
+With the analysts' snapshot of the warehouse, published in the same step: every part is
+written under a temporary name first, then all are renamed into place, or none is.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from athanor.publish.artifacts import (
 )
 from athanor.publish.data import ReportData, load_report_data
 from athanor.publish.render import render_html
+from athanor.warehouse import stage_snapshot
 
 __all__ = [
     "ReportData",
@@ -43,24 +48,71 @@ class ReportPaths:
     recommendations_json: Path
     csv: tuple[Path, ...]
     lifecycle: tuple[Path, ...]
+    snapshot: Path | None = None  # the analysts' snapshot published with the report, if any
 
 
-def _swap_in(staged: Path, target: Path) -> None:
-    """Put the finished folder `staged` at `target`, replacing what was there.
+def _swap_in(staged: Path, target: Path) -> Path | None:
+    """Put the finished folder or file `staged` at `target`; return where the previous one is
+    kept until the whole publication has succeeded (None: there was none).
 
-    Two renames on one filesystem: a reader sees the old complete folder or the new
-    complete one (for an instant, none), never a half-written one.
+    A folder takes two renames on one filesystem: a reader sees the old complete folder or
+    the new complete one (for an instant, none), never a half-written one. A file is replaced
+    in one atomic rename, its predecessor kept through a hard link, so its path always names
+    a whole file (readers of the snapshot rely on that).
     """
-    old = target.with_name(f".{target.name}.old-{uuid.uuid4().hex[:8]}")
-    if target.exists():
-        os.rename(target, old)
-    try:
+    if not target.exists():
         os.rename(staged, target)
+        return None
+    backup = target.with_name(f".{target.name}.old-{uuid.uuid4().hex[:8]}")
+    if staged.is_dir():
+        os.rename(target, backup)
+        try:
+            os.rename(staged, target)
+        except OSError:
+            os.rename(backup, target)
+            raise
+        return backup
+    try:
+        os.link(target, backup)
+    except OSError:  # a filesystem without hard links: the path is missing for an instant
+        os.rename(target, backup)
+    try:
+        os.replace(staged, target)
     except OSError:
-        if old.exists():
-            os.rename(old, target)
+        if not target.exists():
+            os.rename(backup, target)
+        else:
+            backup.unlink()
         raise
-    shutil.rmtree(old, ignore_errors=True)
+    return backup
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _swap_all(pairs: list[tuple[Path, Path]]) -> None:
+    """Swap every (staged, target) pair in, in order; if one fails, put back those already done."""
+    done: list[tuple[Path, Path | None]] = []
+    try:
+        for staged, target in pairs:
+            done.append((target, _swap_in(staged, target)))
+    except BaseException:
+        for target, backup in reversed(done):
+            if backup is None:
+                _remove(target)
+            elif backup.is_dir():
+                _remove(target)
+                os.rename(backup, target)
+            else:
+                os.replace(backup, target)
+        raise
+    for _, backup in done:
+        if backup is not None:
+            _remove(backup)
 
 
 def _write_report(data: ReportData, folder: Path) -> None:
@@ -71,8 +123,23 @@ def _write_report(data: ReportData, folder: Path) -> None:
     write_lifecycle(data, folder)
 
 
-def build_report(con: duckdb.DuckDBPyConnection, as_of: date, out_dir: Path, run_id: str) -> ReportPaths:
-    """Render the report for `as_of` into out_dir/<as_of>/ and copy it to out_dir/latest/."""
+def build_report(
+    con: duckdb.DuckDBPyConnection,
+    as_of: date,
+    out_dir: Path,
+    run_id: str,
+    *,
+    snapshot: Path | None = None,
+    warehouse: Path | None = None,
+) -> ReportPaths:
+    """Render the report for `as_of` into out_dir/<as_of>/ and copy it to out_dir/latest/.
+
+    With `snapshot`, a copy of `warehouse` (the file `con` has open) is published there in the
+    same step: on any failure, a full disk included, nothing is left behind and the previous
+    report and snapshot stay as they were.
+    """
+    if snapshot is not None and warehouse is None:
+        raise ValueError("publishing a snapshot needs the warehouse file it copies")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     data = load_report_data(con, as_of, run_id)
@@ -81,14 +148,20 @@ def build_report(con: duckdb.DuckDBPyConnection, as_of: date, out_dir: Path, run
     latest = out_dir / LATEST
     staged = out_dir / f".{as_of.isoformat()}.tmp-{token}"
     staged_latest = out_dir / f".{LATEST}.tmp-{token}"
+    staged_snapshot = None
     try:
         _write_report(data, staged)
         shutil.copytree(staged, staged_latest)
-        _swap_in(staged, dated)
-        _swap_in(staged_latest, latest)
+        swaps = [(staged, dated), (staged_latest, latest)]
+        if snapshot is not None and warehouse is not None:
+            staged_snapshot = stage_snapshot(con, Path(warehouse), Path(snapshot))
+            swaps.append((staged_snapshot, Path(snapshot)))
+        _swap_all(swaps)
     finally:
         shutil.rmtree(staged, ignore_errors=True)
         shutil.rmtree(staged_latest, ignore_errors=True)
+        if staged_snapshot is not None:
+            staged_snapshot.unlink(missing_ok=True)
     return ReportPaths(
         dated_dir=dated,
         latest_dir=latest,
@@ -96,6 +169,7 @@ def build_report(con: duckdb.DuckDBPyConnection, as_of: date, out_dir: Path, run
         recommendations_json=dated / "recommendations.json",
         csv=tuple(sorted(dated.glob("*.csv"))),
         lifecycle=tuple([dated / "lifecycle.json", *sorted((dated / "lifecycle").glob("*.json"))]),
+        snapshot=None if snapshot is None else Path(snapshot),
     )
 
 

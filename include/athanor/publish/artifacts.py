@@ -15,7 +15,16 @@ from urllib.parse import urlparse
 
 from athanor.publish.data import ReportData
 
-SCHEMA_VERSION = "1.0"  # of recommendations.json and lifecycle.json; see docs/recommendations-schema.md
+SCHEMA_VERSION = "1.1"  # of recommendations.json and lifecycle.json; see docs/recommendations-schema.md
+
+# Every float published in the JSON and CSV files is rounded here (`published`), by what it
+# measures, so that the same input gives the same bytes: the recommenders' sums are not
+# associative, and two runs differed in the 16th digit.
+MONEY_DECIMALS = 2  # to the cent
+RATE_DECIMALS = 6  # money per hour ($/h commitments, hourly rates): the warehouse keeps 6
+PERCENT_DECIMALS = 2  # figures already in percent (12.34 %)
+SHARE_DECIMALS = 4  # fractions 0-1 (utilisation, coverage, shares): to 0.01 %
+SIGNIFICANT_DIGITS = 10  # anything else (prices per GB, fitted parameters, hours, bytes)
 
 # A spreadsheet runs a cell that starts with one of these as a formula (CSV injection).
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
@@ -52,18 +61,46 @@ CONTENT_TYPES = {
 }
 
 
-def _plain(value: Any) -> Any:
-    """JSON-safe: dates as ISO text, Decimals as floats, NaN/inf as null."""
+def decimals_for(name: str | None) -> int | None:
+    """Decimals a figure named `name` is published with; None: `SIGNIFICANT_DIGITS` digits."""
+    key = (name or "").lower()
+    if "hourly" in key or key.endswith("_rate"):
+        return RATE_DECIMALS
+    if key.endswith(("_pct", "percentage")):
+        return PERCENT_DECIMALS
+    if key.endswith(("_usd", "_cost", "_amount", "_bill")) or key in ("cost", "amount"):
+        return MONEY_DECIMALS
+    if key in ("utilisation", "utilization", "coverage") or key.startswith("share_"):
+        return SHARE_DECIMALS
+    if key.endswith(("_utilisation", "_utilization", "_share", "_fraction", "_ratio")):
+        return SHARE_DECIMALS
+    return None
+
+
+def published(value: float, name: str | None = None) -> float | None:
+    """A float as it is published: rounded by what `name` measures; NaN and inf as None."""
+    if not math.isfinite(value):
+        return None
+    decimals = decimals_for(name)
+    rounded = float(f"{value:.{SIGNIFICANT_DIGITS}g}") if decimals is None else round(value, decimals)
+    return rounded + 0.0  # -0.0 (a tiny negative rounded away) prints as 0.0
+
+
+def _plain(value: Any, name: str | None = None) -> Any:
+    """JSON-safe: dates as ISO text, Decimals and floats rounded by `published`, NaN/inf as null.
+
+    `name` is the key the value is found under; list items inherit their list's.
+    """
     if isinstance(value, float):
-        return value if math.isfinite(value) else None
+        return published(value, name)
     if isinstance(value, Decimal):
-        return _plain(float(value))
+        return published(float(value), name)
     if isinstance(value, datetime | date):
         return value.isoformat()
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): _plain(v, str(k)) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [_plain(v, name) for v in value]
     return value
 
 
@@ -75,12 +112,23 @@ def recommendations_document(data: ReportData) -> dict[str, Any]:
             "schema_version": SCHEMA_VERSION,
             "as_of": data.as_of,
             "run_id": data.run_id,
-            "currency": "USD",
+            "currency": "USD",  # of the recommendations; spend is per billing currency below
             "period": {"start": data.windows.period_start, "end": data.windows.period_end},
             "summary": {
-                "spend_usd": round(data.spend.cost_usd, 2),
-                "previous_spend_usd": round(data.spend.previous_cost_usd, 2),
-                "change_pct": None if data.spend.change_pct is None else round(data.spend.change_pct, 2),
+                # The USD part only: a bill in another currency is in spend_by_currency, never added.
+                "spend_usd": data.spend.usd.cost,
+                "previous_spend_usd": data.spend.usd.previous_cost,
+                "change_pct": data.spend.usd.change_pct,
+                "spend_by_currency": [
+                    {
+                        "currency": c.currency,
+                        "cost": c.cost,
+                        "previous_cost": c.previous_cost,
+                        "change_pct": c.change_pct,
+                        "line_items": c.line_items,
+                    }
+                    for c in data.spend.by_currency
+                ],
                 "top_actions": [
                     {
                         "kind": r.kind,
@@ -111,13 +159,14 @@ def neutralise(value: Any) -> Any:
     return value
 
 
-def _cell(value: Any) -> Any:
+def _cell(value: Any, column: str | None = None) -> Any:
     if value is None:
         return ""
     if isinstance(value, dict | list):
         return neutralise(json.dumps(_plain(value), sort_keys=True))
-    if isinstance(value, float) and not math.isfinite(value):
-        return ""
+    if isinstance(value, float | Decimal):
+        rounded = published(float(value), column)
+        return "" if rounded is None else rounded
     if isinstance(value, datetime | date):
         return value.isoformat()
     return neutralise(value)
@@ -128,7 +177,7 @@ def write_csv(path: Path, columns: Sequence[str], rows: Iterable[Sequence[Any]])
     with path.open("w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f, lineterminator="\n")
         writer.writerow([neutralise(c) for c in columns])
-        writer.writerows([_cell(v) for v in row] for row in rows)
+        writer.writerows([_cell(v, c) for v, c in zip(row, columns, strict=True)] for row in rows)
     return path
 
 
@@ -140,11 +189,24 @@ def write_csvs(data: ReportData, out_dir: Path) -> list[Path]:
     """One CSV per table of the report."""
     return [
         _records(out_dir / "recommendations.csv", data.recommendations, RECOMMENDATION_FIELDS),
-        _records(out_dir / "spend_weekly.csv", data.weekly_spend, ("week", "dimension", "label", "cost_usd")),
+        _records(
+            out_dir / "spend_weekly.csv",
+            data.weekly_spend,
+            ("week", "currency", "dimension", "label", "cost"),
+        ),
         _records(
             out_dir / "commitments.csv",
             data.commitments,
-            ("commitment_discount_id", "name", "category", "type", "used_usd", "unused_usd", "utilisation"),
+            (
+                "commitment_discount_id",
+                "name",
+                "category",
+                "type",
+                "currency",
+                "used_cost",
+                "unused_cost",
+                "utilisation",
+            ),
         ),
         _records(
             out_dir / "backtest.csv",

@@ -1,4 +1,10 @@
-"""Everything the report shows, read from the warehouse into typed records (one query per file in sql/report/)."""
+"""Everything the report shows, read from the warehouse into typed records (one query per file in sql/report/).
+
+Money read from the bills stays in its billing currency: every record of it carries its
+`currency`, and no figure adds two currencies together. The recommendations, backtests and
+lifecycle prices are in USD (the catalogue's prices; the demand they are fitted on is the
+USD billing, `sql/marts/gpu_demand_hourly.sql`).
+"""
 
 from __future__ import annotations
 
@@ -42,12 +48,6 @@ class Windows:
             weeks_start=monday - timedelta(weeks=WEEKS - 1),
         )
 
-
-@dataclass(frozen=True)
-class Recommendation:
-    kind: str
-    scope: str
-    action: str
     @property
     def months(self) -> list[str]:
         """'YYYY-MM' of every month the report's windows read, oldest first."""
@@ -58,6 +58,12 @@ class Recommendation:
             day = (day + timedelta(days=32)).replace(day=1)
         return out
 
+
+@dataclass(frozen=True)
+class Recommendation:
+    kind: str
+    scope: str
+    action: str
     run_id: str
     as_of: date
     recommended_quantity: float | None
@@ -88,23 +94,25 @@ class Recommendation:
 @dataclass(frozen=True)
 class WeeklySpend:
     week: date
+    currency: str  # the billing currency of `cost`
     dimension: str  # one of SPEND_DIMENSIONS
     label: str
-    cost_usd: float
+    cost: float
 
 
 @dataclass(frozen=True)
 class CommitmentWeek:
     week: date
-    used_usd: float
-    unused_usd: float
+    currency: str
+    used_cost: float
+    unused_cost: float
     committed_hours: float
     eligible_hours: float
 
     @property
     def utilisation(self) -> float | None:
-        held = self.used_usd + self.unused_usd
-        return self.used_usd / held if held > 0 else None
+        held = self.used_cost + self.unused_cost
+        return self.used_cost / held if held > 0 else None
 
     @property
     def coverage(self) -> float | None:
@@ -117,13 +125,14 @@ class Commitment:
     name: str | None
     category: str | None  # Spend (savings plan) | Usage (reservation)
     type: str | None
-    used_usd: float
-    unused_usd: float
+    currency: str
+    used_cost: float
+    unused_cost: float
 
     @property
     def utilisation(self) -> float | None:
-        held = self.used_usd + self.unused_usd
-        return self.used_usd / held if held > 0 else None
+        held = self.used_cost + self.unused_cost
+        return self.used_cost / held if held > 0 else None
 
 
 @dataclass(frozen=True)
@@ -192,18 +201,53 @@ class DQResult:
 
 
 @dataclass(frozen=True)
-class Spend:
-    cost_usd: float
-    previous_cost_usd: float
+class CurrencySpend:
+    """The spend billed in one currency, this period and the one before."""
+
+    currency: str
+    cost: float
+    previous_cost: float
     line_items: int
-    currencies: tuple[str, ...]
-    billing_through: datetime | None
 
     @property
     def change_pct(self) -> float | None:
-        if self.previous_cost_usd == 0:
+        if self.previous_cost == 0:
             return None
-        return 100.0 * (self.cost_usd - self.previous_cost_usd) / abs(self.previous_cost_usd)
+        return 100.0 * (self.cost - self.previous_cost) / abs(self.previous_cost)
+
+
+@dataclass(frozen=True)
+class Spend:
+    """The period's spend, one entry per billing currency (alphabetical); never one total."""
+
+    by_currency: tuple[CurrencySpend, ...]
+    billing_through: datetime | None
+
+    @property
+    def currencies(self) -> tuple[str, ...]:
+        return tuple(c.currency for c in self.by_currency)
+
+    @property
+    def line_items(self) -> int:
+        return sum(c.line_items for c in self.by_currency)
+
+    @property
+    def usd(self) -> CurrencySpend:
+        """The USD part (zero when nothing was billed in USD)."""
+        return next((c for c in self.by_currency if c.currency == "USD"), CurrencySpend("USD", 0.0, 0.0, 0))
+
+    @property
+    def cost_usd(self) -> float:
+        return self.usd.cost
+
+    @property
+    def previous_cost_usd(self) -> float:
+        return self.usd.previous_cost
+
+    @property
+    def change_pct(self) -> float | None:
+        """Of the USD part."""
+        return self.usd.change_pct
 
 
 @dataclass(frozen=True)
@@ -320,17 +364,22 @@ def load_report_data(con: duckdb.DuckDBPyConnection, as_of: date, run_id: str) -
     week_window = {"start": w.weeks_start, "end": w.period_end}
     run = {"as_of": as_of, "run_id": run_id}
 
-    spend_row = _rows(
+    spend_rows = _rows(
         con,
         "spend_period",
         {"period_start": w.period_start, "period_end": w.period_end, "previous_start": w.previous_start},
-    )[0]
+    )
     spend = Spend(
-        cost_usd=float(spend_row["cost_usd"]),
-        previous_cost_usd=float(spend_row["previous_cost_usd"]),
-        line_items=int(spend_row["line_items"]),
-        currencies=tuple(c for c in spend_row["currencies"] or [] if c),
-        billing_through=spend_row["billing_through"],
+        by_currency=tuple(
+            CurrencySpend(
+                currency=r["currency"],
+                cost=float(r["cost"]),
+                previous_cost=float(r["previous_cost"]),
+                line_items=int(r["line_items"]),
+            )
+            for r in spend_rows
+        ),
+        billing_through=max((r["billing_through"] for r in spend_rows), default=None),
     )
     weekly = [WeeklySpend(**r) for r in _rows(con, "spend_weekly", week_window)]
     commitment_weeks = [CommitmentWeek(**r) for r in _rows(con, "commitment_weekly", week_window)]
@@ -340,8 +389,9 @@ def load_report_data(con: duckdb.DuckDBPyConnection, as_of: date, run_id: str) -
             name=r["commitment_discount_name"],
             category=r["commitment_discount_category"],
             type=r["commitment_discount_type"],
-            used_usd=r["used_usd"],
-            unused_usd=r["unused_usd"],
+            currency=r["currency"],
+            used_cost=r["used_cost"],
+            unused_cost=r["unused_cost"],
         )
         for r in _rows(con, "commitments", {"start": w.period_start, "end": w.period_end})
     ]

@@ -13,6 +13,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from athanor.publish import charts
+from athanor.publish.artifacts import published
 from athanor.publish.data import (
     AGE_BANDS,
     MAX_DURATION_GROUPS,
@@ -47,11 +48,12 @@ PRICING_LABELS = {"Standard": "Standard (on-demand)", "Dynamic": "Dynamic (spot)
 # ---------------------------------------------------------------- formatting
 
 
-def money(value: float | None, cents: bool = False) -> str:
-    """$12,345 (or -$1,234); an em dash when unknown."""
+def money(value: float | None, cents: bool = False, currency: str = "USD") -> str:
+    """$12,345 (or -$1,234); other currencies by their code: EUR 12,345. An em dash when unknown."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "—"
-    text = f"${abs(value):,.2f}" if cents else f"${abs(value):,.0f}"
+    prefix = "$" if currency == "USD" else f"{currency} "
+    text = f"{prefix}{abs(value):,.2f}" if cents else f"{prefix}{abs(value):,.0f}"
     return f"-{text}" if round(value, 2 if cents else 0) < 0 else text
 
 
@@ -97,10 +99,11 @@ def number(value: float | None, digits: int = 0) -> str:
 
 
 def sort_key(value: Any) -> str:
-    """data-sort attribute of a numeric cell (missing values sort first)."""
+    """data-sort attribute of a numeric cell (missing values sort first), rounded as the JSON
+    and CSV files are, so the page too comes out byte for byte the same from the same input."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "-Infinity"
-    return repr(float(value))
+    return repr(published(float(value)))
 
 
 # ---------------------------------------------------------------- charts
@@ -121,17 +124,27 @@ def _weeks(data: ReportData) -> list[date]:
 
 
 def spend_charts(data: ReportData) -> list[Chart]:
-    """One stacked weekly chart per spend dimension (top labels, the rest as Other)."""
+    """One stacked weekly chart per spend dimension (top labels, the rest as Other), and per
+    billing currency when there are several: a bar never stacks two currencies."""
     if not data.weekly_spend:
         return []
+    currencies = sorted({row.currency for row in data.weekly_spend})
+    return [
+        chart
+        for currency in currencies
+        for chart in _spend_charts(data, currency, suffix="" if len(currencies) == 1 else currency)
+    ]
+
+
+def _spend_charts(data: ReportData, currency: str, suffix: str) -> list[Chart]:
     weeks = _weeks(data)
     index = {w: i for i, w in enumerate(weeks)}
     out = []
     for dimension in SPEND_DIMENSIONS:
         by_label: dict[str, list[float]] = defaultdict(lambda: [0.0] * len(weeks))
         for row in data.weekly_spend:
-            if row.dimension == dimension and row.week in index:
-                by_label[row.label][index[row.week]] += row.cost_usd
+            if row.currency == currency and row.dimension == dimension and row.week in index:
+                by_label[row.label][index[row.week]] += row.cost
         ranked = sorted(by_label, key=lambda k: (-sum(by_label[k]), k))
         series: dict[str, list[float]] = {}
         for label in ranked[:TOP_LABELS]:
@@ -139,15 +152,17 @@ def spend_charts(data: ReportData) -> list[Chart]:
             series[name] = by_label[label]
         if len(ranked) > TOP_LABELS:
             series["Other"] = [sum(by_label[k][i] for k in ranked[TOP_LABELS:]) for i in range(len(weeks))]
+        chart_id = f"chart-spend-{dimension}" + (f"-{suffix.lower()}" if suffix else "")
+        title = f"Weekly spend by {DIMENSION_TITLES[dimension]}" + (f", {suffix}" if suffix else "")
         out.append(
             Chart(
-                f"chart-spend-{dimension}",
+                chart_id,
                 charts.stacked_bars(
-                    f"chart-spend-{dimension}",
+                    chart_id,
                     [w.strftime("%b %d") for w in weeks],
                     series,
-                    title=f"Weekly spend by {DIMENSION_TITLES[dimension]}",
-                    y_format=money,
+                    title=title,
+                    y_format=lambda v, currency=currency: money(v, currency=currency),
                 ),
             )
         )
@@ -157,20 +172,27 @@ def spend_charts(data: ReportData) -> list[Chart]:
 def commitment_chart(data: ReportData) -> Chart | None:
     if not any(w.utilisation is not None or w.coverage is not None for w in data.commitment_weeks):
         return None
-    weeks = [w.week.strftime("%b %d") for w in data.commitment_weeks]
+    weeks = sorted({w.week for w in data.commitment_weeks})
+    currencies = sorted({w.currency for w in data.commitment_weeks})
 
     def pct(v: float | None) -> float | None:
         return None if v is None else 100.0 * v
 
+    # Utilisation is a ratio of money, so one line per billing currency when there are several.
+    series: dict[str, list[float | None]] = {}
+    for currency in currencies:
+        by_week = {w.week: w for w in data.commitment_weeks if w.currency == currency}
+        suffix = f" ({currency})" if len(currencies) > 1 else ""
+        for name in ("utilisation", "coverage"):
+            series[name + suffix] = [
+                pct(getattr(by_week[week], name)) if week in by_week else None for week in weeks
+            ]
     return Chart(
         "chart-commitments",
         charts.line_chart(
             "chart-commitments",
-            weeks,
-            {
-                "utilisation": [pct(w.utilisation) for w in data.commitment_weeks],
-                "coverage": [pct(w.coverage) for w in data.commitment_weeks],
-            },
+            [week.strftime("%b %d") for week in weeks],
+            series,
             title="Commitment utilisation and coverage per week",
             y_format=lambda v: f"{v:.0f} %",
             y_max=100.0,
@@ -183,7 +205,7 @@ def backtest_chart(data: ReportData) -> Chart | None:
         return None
     totals: dict[str, float] = defaultdict(float)
     for row in data.backtest:
-        totals[row.policy] += row.cost_usd
+        totals[row.policy] += row.cost_usd  # USD: the backtest prices the USD billing
     policies = sorted(totals, key=lambda p: (p != "on_demand", p))
     return Chart(
         "chart-backtest",

@@ -3,10 +3,54 @@
 from __future__ import annotations
 
 import os
-import shutil
+import re
 from pathlib import Path
+from shutil import copyfile
 
 import duckdb
+
+
+def stage_snapshot(con: duckdb.DuckDBPyConnection, warehouse: Path, snapshot: Path) -> Path:
+    """Copy the warehouse beside `snapshot` under a temporary name, for the caller to rename.
+
+    On any failure (a full disk above all) the partial copy is removed before the error
+    goes up: left behind, it would keep the disk full and fail the next run at connect.
+    Copies left by runs that were killed are removed first, for the same reason.
+    """
+    con.execute("checkpoint")
+    snapshot.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_copies(snapshot)
+    tmp = snapshot.with_name(f".{snapshot.name}.{os.getpid()}.tmp")
+    try:
+        copyfile(warehouse, tmp)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp
+
+
+def remove_stale_copies(snapshot: Path) -> list[Path]:
+    """Remove temporary copies of `snapshot` whose process is gone; returns what was removed."""
+    pattern = re.compile(rf"\.{re.escape(snapshot.name)}\.(\d+)\.tmp")
+    removed = []
+    for path in snapshot.parent.glob(f".{snapshot.name}.*.tmp"):
+        found = pattern.fullmatch(path.name)
+        if found and not _alive(int(found[1])):
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return False  # this process is not copying yet: a copy with its number is a leftover
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
 
 
 def publish_snapshot(con: duckdb.DuckDBPyConnection, warehouse: Path, snapshot: Path) -> Path:
@@ -15,12 +59,14 @@ def publish_snapshot(con: duckdb.DuckDBPyConnection, warehouse: Path, snapshot: 
     A rename is atomic on one filesystem, so the path always names a whole snapshot,
     never a half-written file, and never the writer's lock. Readers should open it with
     `open_snapshot`, which also survives a rename landing in the middle of DuckDB's open.
+    The report publishes the snapshot together with itself (`athanor.publish.build_report`).
     """
-    con.execute("checkpoint")
-    snapshot.parent.mkdir(parents=True, exist_ok=True)
-    tmp = snapshot.with_name(f".{snapshot.name}.{os.getpid()}.tmp")
-    shutil.copyfile(warehouse, tmp)
-    os.replace(tmp, snapshot)
+    tmp = stage_snapshot(con, warehouse, snapshot)
+    try:
+        os.replace(tmp, snapshot)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return snapshot
 
 
