@@ -25,4 +25,10 @@ create table if not exists job_run_facts (
     gpu_count             integer not null,   -- instance_count * gpus_per_instance
     gpu_hours             double,
     primary key (source, job_id)
-)
+);
+
+-- Workload figures the GPU plan sizes and scales by (null where the log has none).
+alter table job_run_facts add column if not exists model_params bigint;
+alter table job_run_facts add column if not exists peak_gpu_memory_gib double;
+alter table job_run_facts add column if not exists samples_per_second double;
+alter table job_run_facts add column if not exists phase varchar

@@ -2,7 +2,7 @@
 create table if not exists recommendations (
     run_id                            varchar not null,
     as_of                             date not null,
-    kind                              varchar not null,   -- reserved_instances | savings_plan | spot | lifecycle | ebs
+    kind                              varchar not null,   -- reserved_instances | savings_plan | spot | lifecycle | ebs | gpu_choice
     scope                             varchar not null,   -- pool ('p4d/us-east-1'), job class or bucket/prefix
     action                            varchar not null,   -- one sentence a person can act on
     recommended_quantity              double,             -- units (RI) or null

@@ -99,7 +99,7 @@ def test_eight_gpu_class_moves_to_four_with_slack_1_5_and_stays_with_slack_1_2()
     # 2.7778 h (1.389 x, within 1.5) x 8 $/h = 22.22 $. Saving (32 - 22.22) x 5 runs = 48.89 $/month.
     # Carbon: 16 GPU-h x 0.4 kW x 1.1 x 0.4 kg/kWh = 2.816 kg; 11.111 x 0.4 x 1.1 x 0.4 = 1.956 kg.
     assert move.to_json() == {
-        "job_class": "nlp/p/m",
+        "job_class": "nlp/p/m/tune",
         "runs": 5,
         "current": {"instance_type": "gpu.8x", "instance_count": 1, "gpus": 8},
         "recommended": {"instance_type": "gpu.4x", "instance_count": 1, "gpus": 4},

@@ -670,3 +670,69 @@ def test_non_utf8_sacct(tmp_path: Path) -> None:
     path.write_bytes(b"JobID|Partition|Submit|Start|End|State|AllocTRES|NNodes\n7|p\xe9|\n")
     # header: 55 characters (bytes 0-54) + newline (55); '7' 56, '|' 57, 'p' 58; 0xe9 is byte 59
     assert error_of(path) == "sacct.txt: not UTF-8 text (byte offset 59)"
+
+
+# --------------------------------------------------------------------------- workload figures
+
+
+def test_workload_figures_from_each_format(tmp_path: Path) -> None:
+    extra = ",model_params,peak_gpu_memory_gib,samples_per_second,phase"
+    path = write_csv(
+        tmp_path,
+        [
+            HEADER + extra,
+            GOOD.format(n=1) + ",7e9,61.5,3200,Tune",
+            GOOD.format(n=2) + ",,,,",  # missing stays missing
+        ],
+    )
+    rows = by_id(read_job_runs(path))
+    assert (rows["j-1"]["model_params"], rows["j-1"]["peak_gpu_memory_gib"]) == (7_000_000_000, 61.5)
+    assert (rows["j-1"]["samples_per_second"], rows["j-1"]["phase"]) == (3200.0, "tune")
+    assert pd.isna(rows["j-2"]["model_params"]) and pd.isna(rows["j-2"]["samples_per_second"])
+    assert pd.isna(rows["j-2"]["phase"])
+
+    # Slurm: the Comment convention (sacct has no field for them).
+    sacct = tmp_path / "sacct.txt"
+    sacct.write_text(
+        "JobID|Submit|Start|End|State|Partition|NNodes|AllocTRES|Comment\n"
+        "7|2026-11-03T04:00:00|2026-11-03T05:00:00|2026-11-03T06:00:00|COMPLETED|p4d|1|gres/gpu=8|"
+        "model=llama8b model_params=8000000000 samples_per_second=2304.5 phase=explore\n"
+    )
+    job = read_job_runs(sacct, partition_map=PARTITIONS).iloc[0]
+    assert (job["model_params"], job["samples_per_second"], job["phase"]) == (
+        8_000_000_000,
+        2304.5,
+        "explore",
+    )
+    assert pd.isna(job["peak_gpu_memory_gib"])
+
+    # SageMaker: the final metrics (Hugging Face's name too), else tags.
+    doc = json.loads((FIXTURES / "sagemaker-spot.json").read_text())[1]
+    doc["FinalMetricDataList"] = [{"MetricName": "train_samples_per_second", "Value": 812.25}]
+    doc["Tags"] = [
+        {"Key": "model_params", "Value": "70000000000"},
+        {"Key": "peak_gpu_memory_gib", "Value": "77.5"},
+        {"Key": "phase", "Value": "production"},
+    ]
+    describe = tmp_path / "describe.json"
+    describe.write_text(json.dumps(doc))
+    job = read_job_runs(describe).iloc[0]
+    assert (job["model_params"], job["peak_gpu_memory_gib"]) == (70_000_000_000, 77.5)
+    assert (job["samples_per_second"], job["phase"]) == (812.25, "production")
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            ",phase\n{row},debug",
+            "jobs.csv row 1, column phase: not one of explore, tune, production ('debug')",
+        ),
+        (",samples_per_second\n{row},0", "jobs.csv row 1, column samples_per_second: must be > 0 (0.0)"),
+        (",model_params\n{row},7.5e8x", "jobs.csv row 1, column model_params: not an integer ('7.5e8x')"),
+    ],
+)
+def test_bad_workload_figures(tmp_path: Path, extra: str, message: str) -> None:
+    header, row = extra.split("\n")
+    path = write_csv(tmp_path, [HEADER + header, row.format(row=GOOD.format(n=1))])
+    assert error_of(path) == message

@@ -22,6 +22,14 @@ class ModelSpec:
     model: str
     project: str
     checkpoint_time_s: float  # typical time to write one checkpoint
+    # The simulated workload behind the job log's optional columns (athanor.demo.jobs.workload):
+    params: float = 1e9  # parameters
+    alpha: float = 0.9  # throughput ~ GPUs^alpha on one GPU model (scaling efficiency)
+    samples_per_speed: float = 1.0  # samples/s on one GPU per TFLOPS (per GB/s if memory-bound)
+    activation_gib: float = 12.0  # per GPU, on top of the model state
+    memory_bound: bool = False
+    # What the log records: 'all', 'params' (parameter count and phase, no metrics), 'phase'.
+    records: str = "all"
 
 
 @dataclass(frozen=True)
@@ -72,14 +80,15 @@ DEFAULT_TEAMS = (
         pretrain_instances=(4, 8),
         sweep_instances=(1, 1, 1, 2),
         models=(
-            ModelSpec("vit-l", "foundation", 25.0),
-            ModelSpec("dino-v2", "foundation", 20.0),
-            ModelSpec("sam-h", "segmentation", 30.0),
-            ModelSpec("yolo-x", "detection", 6.0),
+            ModelSpec("vit-l", "foundation", 25.0, 304e6, 0.8, 4.0, 14.0),
+            ModelSpec("dino-v2", "foundation", 20.0, 1.1e9, 0.85, 1.5, 18.0),
+            ModelSpec("sam-h", "segmentation", 30.0, 636e6, 0.75, 0.8, 20.0),
+            # A small detector trained on 8-GPU nodes: it scales poorly, one GPU would do.
+            ModelSpec("yolo-x", "detection", 6.0, 99e6, 0.3, 6.0, 9.0),
         ),
         pretrain_models=(
-            ModelSpec("vit-h", "foundation", 60.0),
-            ModelSpec("siglip-so400m", "foundation", 45.0),
+            ModelSpec("vit-h", "foundation", 60.0, 632e6, 0.9, 2.5, 22.0),
+            ModelSpec("siglip-so400m", "foundation", 45.0, 428e6, 0.9, 3.0, 20.0),
         ),
         spot_share=(0.15, 0.45, 0.15),
         committed_share=0.6,
@@ -102,14 +111,15 @@ DEFAULT_TEAMS = (
         pretrain_instances=(4, 8),
         sweep_instances=(1, 1, 2, 4),
         models=(
-            ModelSpec("llama8b", "sft", 45.0),
-            ModelSpec("mistral7b", "sft", 40.0),
-            ModelSpec("llama70b", "sft", 240.0),
-            ModelSpec("qwen14b", "eval", 70.0),
+            ModelSpec("llama8b", "sft", 45.0, 8.0e9, 0.9, 0.005, 16.0),
+            ModelSpec("mistral7b", "sft", 40.0, 7.2e9, 0.9, 0.0055, 16.0),
+            ModelSpec("llama70b", "sft", 240.0, 70e9, 0.92, 0.0006, 12.0),
+            ModelSpec("qwen14b", "eval", 70.0, 14e9, 0.6, 0.002, 10.0, memory_bound=True),
         ),
         pretrain_models=(
-            ModelSpec("llama70b", "pretrain-v3", 300.0),
-            ModelSpec("moe-8x22b", "pretrain-v3", 420.0),
+            # The large model: sharded over 32-64 H100s, it must not move to small cards.
+            ModelSpec("llama70b", "pretrain-v3", 300.0, 70e9, 0.93, 0.0006, 22.0),
+            ModelSpec("moe-8x22b", "pretrain-v3", 420.0, 141e9, 0.85, 0.0004, 24.0),
         ),
         spot_share=(0.2, 0.35, 0.1),
         committed_share=0.6,
@@ -132,11 +142,11 @@ DEFAULT_TEAMS = (
         pretrain_instances=(2, 4),
         sweep_instances=(1, 1, 1, 2),
         models=(
-            ModelSpec("whisper-l", "asr", 18.0),
-            ModelSpec("conformer-xl", "asr", 8.0),
-            ModelSpec("vits-tts", "tts", 4.0),
+            ModelSpec("whisper-l", "asr", 18.0, 1.55e9, 0.8, 0.6, 16.0),
+            ModelSpec("conformer-xl", "asr", 8.0, 600e6, 0.8, 1.0, 12.0, records="params"),
+            ModelSpec("vits-tts", "tts", 4.0, 40e6, 0.3, 8.0, 6.0),
         ),
-        pretrain_models=(ModelSpec("whisper-xl", "asr", 35.0),),
+        pretrain_models=(ModelSpec("whisper-xl", "asr", 35.0, 3e9, 0.85, 0.3, 20.0),),
         spot_share=(0.2, 0.5, 0.25),
         committed_share=0.5,
         west_share=0.12,
@@ -158,11 +168,11 @@ DEFAULT_TEAMS = (
         pretrain_instances=(2, 4),
         sweep_instances=(1, 1, 2),
         models=(
-            ModelSpec("dlrm-v2", "ranking", 15.0),
-            ModelSpec("two-tower", "retrieval", 5.0),
-            ModelSpec("dcn-v2", "ranking", 6.0),
+            ModelSpec("dlrm-v2", "ranking", 15.0, 4.2e9, 0.7, 0.5, 10.0, memory_bound=True),
+            ModelSpec("two-tower", "retrieval", 5.0, 50e6, 0.4, 30.0, 5.0),
+            ModelSpec("dcn-v2", "ranking", 6.0, 100e6, 0.6, 10.0, 6.0, records="phase"),
         ),
-        pretrain_models=(ModelSpec("hstu-1b", "ranking", 50.0),),
+        pretrain_models=(ModelSpec("hstu-1b", "ranking", 50.0, 1e9, 0.8, 0.5, 20.0),),
         spot_share=(0.3, 0.55, 0.2),
         committed_share=0.5,
         west_share=0.1,

@@ -12,13 +12,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from athanor.demo.config import AZS, CLASS_NAMES, DEBUG, PRETRAIN, SWEEP, DemoConfig, TeamSpec
+from athanor.demo.config import AZS, CLASS_NAMES, DEBUG, PRETRAIN, SWEEP, DemoConfig, ModelSpec, TeamSpec
 from athanor.demo.stable import epoch
 from athanor.ingest.jobs import GENERIC_COLUMNS
+from athanor.model.performance import BYTES_PER_PARAM_MIXED_ADAM, GIB, memory_from_params
 from athanor.reference import HOURS_PER_MONTH
+from athanor.reference import gpus as catalog
 
 # The job log is written in the generic schema the job-log reader documents.
 JOB_COLUMNS = GENERIC_COLUMNS
+# What each kind of demo job is for (the job log's phase column).
+PHASE_OF_CLASS = ("explore", "tune", "production")  # debug, sweep, pre-training
+# The simulated A10G's dense FP16 speed. The catalog has no sourced figure for it (see
+# reference/data/README.md), so the plan cannot use this one: it only drives the simulation.
+SIMULATED_TFLOPS = {"A10G": 70.0}
 
 
 @dataclass
@@ -56,6 +63,7 @@ def simulate(cfg: DemoConfig) -> Fleet:
         submits.sort()
         for number, submit in enumerate(submits, start=1):
             job, runs, restart_times = _simulate_job(cfg, team, rng, number, submit, interruptions)
+            job.update(workload(cfg, team, team_index, number, job))
             index = len(rows)
             segments.extend((index, seg_no, start, end) for seg_no, (start, end) in enumerate(runs))
             restarts[index] = restart_times
@@ -175,6 +183,49 @@ def _simulate_job(
     return job, segs, restart_times
 
 
+def _model_spec(team: TeamSpec, model: object, project: object) -> ModelSpec:
+    return next(m for m in (*team.models, *team.pretrain_models) if (m.model, m.project) == (model, project))
+
+
+def workload(
+    cfg: DemoConfig, team: TeamSpec, team_index: int, number: int, job: dict[str, object]
+) -> dict[str, object]:
+    """The job log's optional workload columns for one job, from its own random stream (the rest
+    of the simulation draws exactly as before).
+
+    samples/s = samples_per_speed x GPU speed x GPUs^alpha (speed: dense FP16 TFLOPS, or memory
+    bandwidth for memory-bound models), +-4 %. Peak GPU memory per GPU: the training state at 16
+    bytes per parameter, replicated when it fits on one GPU (plain data parallel) else sharded
+    over all GPUs (FSDP), plus activations, +-2 %, at most 95 % of the card.
+    """
+    spec = _model_spec(team, job["model"], job["project"])
+    rng = np.random.default_rng([cfg.seed, team_index, number, 16])
+    inst = cfg.instance(str(job["instance_type"]))
+    gpu = catalog.gpu(inst.gpu_model)
+    gpus = int(job["instance_count"]) * inst.gpu_count  # type: ignore[call-overload]
+    phase = PHASE_OF_CLASS[CLASS_NAMES.index(str(job["job_class"]))]
+    out: dict[str, object] = {
+        "phase": phase,
+        "model_params": None,
+        "peak_gpu_memory_gib": None,
+        "samples_per_second": None,
+    }
+    if spec.records in ("all", "params"):
+        out["model_params"] = int(spec.params)
+    if spec.records != "all" or gpu is None:
+        return out
+    card_gib = catalog.gpu_instance(inst.instance_type).gpu_memory_gib  # type: ignore[union-attr]
+    state_gib = spec.params * BYTES_PER_PARAM_MIXED_ADAM / GIB
+    sharded = memory_from_params(spec.params) > 0.9 * card_gib
+    peak = (state_gib / gpus if sharded else state_gib) + spec.activation_gib
+    peak = min(peak * (1 + 0.02 * rng.standard_normal()), 0.95 * card_gib)
+    speed = gpu.memory_bandwidth_gbps if spec.memory_bound else gpu.fp16_dense_tflops
+    speed = speed or SIMULATED_TFLOPS[inst.gpu_model]
+    sps = spec.samples_per_speed * speed * gpus**spec.alpha * math.exp(0.04 * rng.standard_normal())
+    out.update(peak_gpu_memory_gib=round(peak, 1), samples_per_second=round(sps, 3))
+    return out
+
+
 def cutoff_of(cfg: DemoConfig, as_of: date | None) -> int:
     day = cfg.end_date if as_of is None else as_of
     if day > cfg.end_date or day < cfg.window_start:
@@ -215,6 +266,13 @@ def jobs_as_of(cfg: DemoConfig, fleet: Fleet, cutoff: int) -> pd.DataFrame:
             "checkpoint_interval_s": view["checkpoint_interval_s"].astype("float64"),
             "checkpoint_time_s": view["checkpoint_time_s"].astype("float64"),
             "restart_count": view["restart_count"].astype("int64"),
+            "model_params": view["model_params"].astype("Int64"),
+            # A job that never started has no measurements.
+            "peak_gpu_memory_gib": view["peak_gpu_memory_gib"]
+            .astype("float64")
+            .where(view["start_s"].notna()),
+            "samples_per_second": view["samples_per_second"].astype("float64").where(view["start_s"].notna()),
+            "phase": view["phase"].astype("string"),
         }
     )
     return out.sort_values(["submit_time", "job_id"], kind="stable").reset_index(drop=True)
@@ -238,6 +296,8 @@ def write_jobs_csv(jobs: pd.DataFrame, path: Path | str) -> int:
             out[name] = values.dt.strftime("%Y-%m-%dT%H:%M:%SZ").fillna("")
         elif name in ("checkpoint_interval_s", "checkpoint_time_s"):
             out[name] = [("" if pd.isna(v) else format(float(v), "g")) for v in values]
+        elif name in ("peak_gpu_memory_gib", "samples_per_second"):
+            out[name] = [("" if pd.isna(v) else format(float(v), ".10g")) for v in values]
         else:
             out[name] = values.astype("string").fillna("")
     path = Path(path)

@@ -5,7 +5,10 @@ configuration, because ZeRO-3 / FSDP shard model state over every GPU:
 
 - observed: the smallest ``peak_gpu_memory_gib x GPUs`` of the class's runs. A run that
   completed with that total shows it suffices; a larger total from a run with more GPUs is data
-  parallelism replicating state, not a need.
+  parallelism replicating state, not a need. Where the parameter count is known too and the
+  whole training state (the rule below) fits in the smallest per-GPU peak, the runs are plain
+  data parallel, each GPU holding a full replica: the requirement is that peak per GPU, on any
+  number of GPUs (a small model on 8 GPUs fits on one).
 - from ``model_params`` when no peak was recorded: mixed-precision training with Adam keeps
   BYTES_PER_PARAM_MIXED_ADAM = 16 bytes per parameter (2 bf16/fp16 weights, 2 gradients, 4 fp32
   master weights, 4 + 4 Adam moments), times ACTIVATION_HEADROOM for activations and buffers.
@@ -43,14 +46,19 @@ ScalingBasis = Literal["fitted", "assumed", "datasheet"]
 
 @dataclass(frozen=True)
 class MemoryRequirement:
-    total_gib: float | None  # across all GPUs of a configuration; None when unknown
+    total_gib: float | None  # the least GPU memory of a configuration, all GPUs; None when unknown
     basis: MemoryBasis
     note: str
+    # Set for data-parallel classes (each GPU holds a replica): every GPU needs this much, and
+    # one GPU is enough. total_gib is then the same figure.
+    per_gpu_gib: float | None = None
 
     def fits(self, gpus: int, memory_per_gpu_gib: float | None) -> bool | None:
         """Whether n GPUs of that memory hold the requirement; None when either side is unknown."""
         if self.total_gib is None or memory_per_gpu_gib is None:
             return None
+        if self.per_gpu_gib is not None:
+            return memory_per_gpu_gib >= self.per_gpu_gib
         return gpus * memory_per_gpu_gib >= self.total_gib
 
 
@@ -63,12 +71,22 @@ def memory_requirement(
     peaks: Iterable[tuple[float | None, int]], model_params: Iterable[float | None] = ()
 ) -> MemoryRequirement:
     """A class's requirement from its runs' (peak GiB per GPU, GPUs), else from its parameters."""
-    totals = [p * n for p, n in peaks if p is not None and not math.isnan(p) and n > 0]
-    if totals:
-        return MemoryRequirement(
-            min(totals), "observed", f"smallest observed peak x GPUs over {len(totals)} run(s)"
-        )
+    seen = [(p, n) for p, n in peaks if p is not None and not math.isnan(p) and n > 0]
     params = [p for p in model_params if p is not None and not math.isnan(p) and p > 0]
+    if seen:
+        smallest_peak = min(p for p, _ in seen)
+        if params and memory_from_params(max(params)) <= smallest_peak:
+            return MemoryRequirement(
+                smallest_peak,
+                "observed",
+                f"smallest observed peak per GPU over {len(seen)} run(s); the full training state of "
+                f"{max(params):.3g} parameters ({memory_from_params(max(params)):,.1f} GiB) fits on one "
+                "GPU: data parallel, a replica per GPU",
+                per_gpu_gib=smallest_peak,
+            )
+        return MemoryRequirement(
+            min(p * n for p, n in seen), "observed", f"smallest observed peak x GPUs over {len(seen)} run(s)"
+        )
     if params:
         largest = max(params)
         return MemoryRequirement(
@@ -196,3 +214,14 @@ def hours_on(
     if ref is None or new is None:
         return None
     return ref_hours * ref / new
+
+
+def hours_from_observed(
+    fit: ScalingFit, *, ref_hours: float, ref_samples_per_second: float, speed: float | None, gpus: int
+) -> float | None:
+    """Hours on another configuration when the reference one has no datasheet speed: its observed
+    throughput against the fit's prediction (k x speed x n^alpha) for the other one."""
+    new = fit.samples_per_second(speed, gpus)
+    if new is None or new <= 0 or ref_samples_per_second <= 0:
+        return None
+    return ref_hours * ref_samples_per_second / new

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from athanor.model.performance import (
@@ -37,11 +38,12 @@ from athanor.model.performance import (
     Observation,
     ScalingFit,
     fit_class_scaling,
+    hours_from_observed,
     hours_on,
     memory_requirement,
 )
 from athanor.reference import gpus as catalog
-from athanor.reference.vocabulary import HOURS_PER_MONTH
+from athanor.reference.vocabulary import HOURS_PER_MONTH, JOB_PHASES
 
 DEFAULT_DEADLINE_SLACK = 1.5
 INSTANCE_COUNTS = (1, 2, 4, 8)
@@ -49,8 +51,10 @@ INSTANCE_COUNTS = (1, 2, 4, 8)
 # training spans; a class's scaling fitted within a node says nothing of eight 1-GPU machines
 # talking over the instance network.
 MULTI_NODE_MIN_GPUS = 8
-DEFAULT_GROUP_BY = ("team", "project", "model")
-PHASES = ("explore", "tune", "production")
+# A workload class: one model of one team's project, in one phase (exploring, tuning and
+# production runs of a model differ in size and urgency). A column no run records is left out.
+DEFAULT_GROUP_BY = ("team", "project", "model", "phase")
+PHASES = JOB_PHASES
 PHASE_PURCHASE = {
     "explore": "spot or on-demand",
     "tune": "commitment (reserved instances or a savings plan)",
@@ -166,6 +170,9 @@ class ClassInput:
     team: str | None = None
     phase: str | None = None
     utilisation: float | None = None  # mean GPU utilisation 0-1; None: unknown, 1 is used
+    # Median samples/s of the runs on the current configuration: the reference when the current
+    # GPU has no datasheet speed (hours elsewhere then come from the fit's absolute prediction).
+    current_samples_per_second: float | None = None
 
 
 @dataclass(frozen=True)
@@ -224,14 +231,29 @@ def _find(candidates: Sequence[Candidate], instance_type: str) -> Candidate | No
 
 def _option(cls: ClassInput, cur: Candidate, c: Candidate, count: int, bound: str) -> Option | None:
     gpus = c.gpus_per_instance * count
-    hours = hours_on(
-        cls.scaling,
-        ref_hours=cls.current_hours_per_run,
-        ref_speed=cur.speed(bound),
-        ref_gpus=cur.gpus_per_instance * cls.current_instance_count,
-        speed=c.speed(bound),
-        gpus=gpus,
-    )
+    if c == cur and count == cls.current_instance_count:
+        hours: float | None = cls.current_hours_per_run
+    elif cur.speed(bound) is None:
+        hours = (
+            None
+            if cls.current_samples_per_second is None
+            else hours_from_observed(
+                cls.scaling,
+                ref_hours=cls.current_hours_per_run,
+                ref_samples_per_second=cls.current_samples_per_second,
+                speed=c.speed(bound),
+                gpus=gpus,
+            )
+        )
+    else:
+        hours = hours_on(
+            cls.scaling,
+            ref_hours=cls.current_hours_per_run,
+            ref_speed=cur.speed(bound),
+            ref_gpus=cur.gpus_per_instance * cls.current_instance_count,
+            speed=c.speed(bound),
+            gpus=gpus,
+        )
     if hours is None:
         return None
     fits = cls.memory.fits(gpus, c.memory_per_gpu_gib)
@@ -300,11 +322,16 @@ def plan_class(
     if cur is None:
         return bare(f"{cls.current_instance_type} has no GPU figures or price in the catalog: not compared")
     bound = cls.scaling.bound
-    if cur.speed(bound) is None:
+    if cur.speed(bound) is None and (
+        cls.current_samples_per_second is None or cls.scaling.coefficient is None
+    ):
         what = "dense FP16 TFLOPS" if bound == "compute" else "memory bandwidth"
-        return bare(f"no {what} figure for {cur.gpu_model} ({cur.instance_type}): hours cannot be scaled")
+        return bare(
+            f"no {what} figure for {cur.gpu_model} ({cur.instance_type}) and no throughput observed on it"
+            " beside a fit on other GPUs: hours cannot be scaled"
+        )
     current = _option(cls, cur, cur, cls.current_instance_count, bound)
-    assert current is not None  # the current speed is known, so its own hours are
+    assert current is not None  # its hours are the observed ones
     options = [
         o
         for c in candidates
@@ -393,6 +420,12 @@ def _reason(p: ClassPlan, cls: ClassInput, slack: float, ignore_deadline: bool) 
     else:
         parts.append(f"memory {mem.total_gib:,.1f} GiB ({mem.basis}: {mem.note})")
     s = p.scaling
+    if cur.candidate.speed(s.bound) is None and cls.current_samples_per_second is not None:
+        what = "dense FP16 TFLOPS" if s.bound == "compute" else "memory bandwidth"
+        parts.append(
+            f"no {what} figure for {cur.candidate.gpu_model}: hours elsewhere scaled from its observed "
+            f"{cls.current_samples_per_second:,.0f} samples/s against the fit on the class's other runs"
+        )
     if s.basis == "fitted":
         parts.append(f"{s.bound}-bound scaling alpha {s.alpha:.2f} ({s.note})")
     elif s.basis == "assumed":
@@ -498,7 +531,9 @@ def class_inputs(
     df = df[df["instance_type"].notna()]
     df["gpus"] = df["instance_count"].astype(int) * df["gpus_per_instance"].astype(int)
     df["hours"] = df["duration_s"].astype(float) / 3600.0
-    key = df[list(group_by)].astype("object").where(df[list(group_by)].notna(), "unknown").astype(str)
+    # A grouping column no run records (a log without phases) would only append "unknown".
+    cols = [c for c in group_by if df[c].notna().any()] or list(group_by)
+    key = df[cols].astype("object").where(df[cols].notna(), "unknown").astype(str)
     df["job_class"] = key.agg("/".join, axis=1)
     classes, skipped = [], []
     for job_class, g in df.groupby("job_class", sort=True):
@@ -520,6 +555,7 @@ def class_inputs(
             if sps is not None:
                 tflops, bw = figures(r.instance_type)
                 observations.append(Observation(int(r.gpus), sps, tflops, bw))
+        observed_sps = [v for v in map(_num, on_current["samples_per_second"]) if v is not None and v > 0]
         phases = [p for p in g["phase"] if isinstance(p, str) and p]
         teams = [t for t in g["team"] if isinstance(t, str) and t]
         classes.append(
@@ -538,6 +574,7 @@ def class_inputs(
                 scaling=fit_class_scaling(observations, bound),  # type: ignore[arg-type]
                 team=Counter(teams).most_common(1)[0][0] if teams else None,
                 phase=Counter(phases).most_common(1)[0][0] if phases else None,
+                current_samples_per_second=float(np.median(observed_sps)) if observed_sps else None,
             )
         )
     return classes, skipped
@@ -562,6 +599,24 @@ def plan(
         )
 
     classes, _ = class_inputs(runs, group_by=group_by, figures=figures)
+    return plan_classes(
+        classes,
+        deadline_slack=deadline_slack,
+        candidate_types=candidate_types,
+        team_budgets=team_budgets,
+        candidates=candidates,
+    )
+
+
+def plan_classes(
+    classes: Sequence[ClassInput],
+    *,
+    deadline_slack: float = DEFAULT_DEADLINE_SLACK,
+    candidate_types: Iterable[str] | None = None,
+    team_budgets: Mapping[str, float] | None = None,
+    candidates: Sequence[Candidate] | None = None,
+) -> list[ClassPlan]:
+    """The plan of classes already formed (``class_inputs``)."""
     # Named candidates may come from any provider; by default a class is compared within its own.
     same_provider = candidate_types is None
     if candidates is None:

@@ -19,6 +19,9 @@ CENSORED_STATES = frozenset({"preempted", "cancelled", "running"})
 JOB_PRICING_MODELS = ("on_demand", "spot", "reserved", "savings_plan")
 # The job-log formats the reader recognises.
 JOB_SOURCES = ("generic", "slurm", "sagemaker")
+# What a run is for, which sets how its capacity is bought: exploring (spot or on-demand),
+# tuning (commitments), production (dedicated capacity).
+JOB_PHASES = ("explore", "tune", "production")
 
 # ---------------------------------------------------------------- billing
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from athanor.ingest.jobs.problems import Problems
-from athanor.reference import CENSORED_STATES, JOB_STATES
+from athanor.reference import CENSORED_STATES, JOB_PHASES, JOB_STATES
 
 # The canonical table, in column order, with its pandas dtype.
 COLUMNS: dict[str, str] = {
@@ -37,6 +37,12 @@ COLUMNS: dict[str, str] = {
     "platform": "str",
     # Whether the job writes checkpoints: SageMaker CheckpointConfig, or a known interval.
     "checkpointing": "boolean",
+    # What the GPU plan sizes and scales a workload by, where the log records it (else missing):
+    # parameter count, peak GPU memory per GPU, throughput of the whole job, explore|tune|production.
+    "model_params": "Int64",
+    "peak_gpu_memory_gib": "float64",
+    "samples_per_second": "float64",
+    "phase": "str",
     "duration_s": "float64",
     # SageMaker BillableTimeInSeconds (after the managed-spot discount of time); NaN elsewhere.
     "billable_s": "float64",
@@ -65,6 +71,10 @@ RECORD_COLUMNS = [
     "checkpoint_interval_s",
     "checkpoint_time_s",
     "restart_count",
+    "model_params",
+    "peak_gpu_memory_gib",
+    "samples_per_second",
+    "phase",
     "source_row",
     "_gpu_total",
     "_elapsed_s",
@@ -75,9 +85,16 @@ def typed(frame: pd.DataFrame) -> pd.DataFrame:
     """Give a frame built from Python records the dtypes the generic path produces."""
     for column in ("submit_time", "start_time", "end_time"):
         frame[column] = pd.to_datetime(frame[column]).astype("datetime64[us]")
-    for column in ("instance_count", "gpus_per_instance", "restart_count"):
+    for column in ("instance_count", "gpus_per_instance", "restart_count", "model_params"):
         frame[column] = pd.to_numeric(frame[column]).astype("Int64")
-    for column in ("checkpoint_interval_s", "checkpoint_time_s", "billable_s", "_elapsed_s"):
+    for column in (
+        "checkpoint_interval_s",
+        "checkpoint_time_s",
+        "billable_s",
+        "_elapsed_s",
+        "peak_gpu_memory_gib",
+        "samples_per_second",
+    ):
         frame[column] = frame[column].astype("float64")
     for column in (
         "job_id",
@@ -88,6 +105,7 @@ def typed(frame: pd.DataFrame) -> pd.DataFrame:
         "team",
         "project",
         "model",
+        "phase",
     ):
         frame[column] = frame[column].astype("str")
     return frame
@@ -131,6 +149,23 @@ def check_common(frame: pd.DataFrame, problems: Problems, names: Mapping[str, st
             f"must be >= {minimum}",
             lambda i, v=values: str(v.iloc[i]),
         )
+    for column in ("model_params", "peak_gpu_memory_gib", "samples_per_second"):
+        values = frame[column]
+        problems.add_mask(
+            values.notna() & (values <= 0),
+            rows,
+            col(column),
+            "must be > 0",
+            lambda i, v=values: str(v.iloc[i]),
+        )
+    phase = frame["phase"]
+    problems.add_mask(
+        phase.notna() & ~phase.isin(JOB_PHASES),
+        rows,
+        col("phase"),
+        f"not one of {', '.join(JOB_PHASES)}",
+        lambda i: repr(phase.iloc[i]),
+    )
     start, end = frame["start_time"], frame["end_time"]
     problems.add_mask(
         start.notna() & end.notna() & (end < start),

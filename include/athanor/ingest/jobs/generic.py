@@ -31,6 +31,10 @@ GENERIC_OPTIONAL = (
     "checkpoint_interval_s",
     "checkpoint_time_s",
     "restart_count",
+    "model_params",
+    "peak_gpu_memory_gib",
+    "samples_per_second",
+    "phase",
     "platform",
 )
 # The documented generic schema in file order (README, "Job-run schema"); `platform` is an
@@ -150,6 +154,14 @@ def parse_generic(data: bytes, name: str) -> tuple[pd.DataFrame, Problems, list[
         frame[column] = _numbers(
             column_or_empty(column), column, rows, problems, integer=False, required=False
         )
+    frame["model_params"] = _numbers(
+        column_or_empty("model_params"), "model_params", rows, problems, integer=True, required=False
+    )
+    for column in ("peak_gpu_memory_gib", "samples_per_second"):
+        frame[column] = _numbers(
+            column_or_empty(column), column, rows, problems, integer=False, required=False
+        )
+    frame["phase"] = clean_text(column_or_empty("phase")).str.lower()
     for column in ("team", "project", "model"):
         frame[column] = clean_text(column_or_empty(column))
     frame["checkpointing"] = pd.array(

@@ -24,6 +24,16 @@ _SAGEMAKER_NAMES = {
     "instance_type": "ResourceConfig.InstanceType",
     "instance_count": "ResourceConfig.InstanceCount",
     "restart_count": "SecondaryStatusTransitions",
+    "model_params": "Tags",
+    "peak_gpu_memory_gib": "FinalMetricDataList",
+    "samples_per_second": "FinalMetricDataList",
+    "phase": "Tags",
+}
+# Final metrics a training script may emit (Hugging Face's Trainer logs train_samples_per_second);
+# where there is none, a tag of the column's own name.
+_METRICS = {
+    "samples_per_second": ("samples_per_second", "train_samples_per_second"),
+    "peak_gpu_memory_gib": ("peak_gpu_memory_gib",),
 }
 SAGEMAKER_STATES = {
     "Completed": "completed",
@@ -79,6 +89,15 @@ def _tags(value: Any) -> dict[str, str]:
     else:
         pairs = ((t.get("Key"), t.get("Value")) for t in value or [] if isinstance(t, Mapping))
     return {str(k).strip().lower(): str(v) for k, v in pairs if k is not None and v is not None}
+
+
+def _metrics(value: Any) -> dict[str, Any]:
+    """FinalMetricDataList as {metric name, lower case: value}."""
+    return {
+        str(m["MetricName"]).strip().lower(): m.get("Value")
+        for m in value or []
+        if isinstance(m, Mapping) and m.get("MetricName") is not None
+    }
 
 
 def parse_sagemaker(data: bytes, name: str) -> tuple[pd.DataFrame, Problems, list[str], dict[str, str]]:
@@ -181,6 +200,27 @@ def parse_sagemaker(data: bytes, name: str) -> tuple[pd.DataFrame, Problems, lis
         record["checkpointing"] = bool(doc.get("CheckpointConfig")) or not math.isnan(
             record["checkpoint_interval_s"]
         )
+        metrics = _metrics(doc.get("FinalMetricDataList"))
+        for key, names in _METRICS.items():
+            record[key] = np.nan
+            found = next(((n, metrics[n]) for n in names if n in metrics), None)
+            where, value = ("FinalMetricDataList", found[1]) if found else ("Tags", tags.get(key))
+            if value is not None:
+                try:
+                    record[key] = float(value)
+                except (TypeError, ValueError):
+                    problems.add(number, where, f"{key} not a number", repr(value))
+        record["model_params"] = None
+        if "model_params" in tags:
+            try:
+                params = float(tags["model_params"])
+            except ValueError:
+                params = math.nan
+            if math.isfinite(params) and params == int(params):
+                record["model_params"] = int(params)
+            else:
+                problems.add(number, "Tags", "model_params not an integer", repr(tags["model_params"]))
+        record["phase"] = tags["phase"].strip().lower() if "phase" in tags else None
         billable = doc.get("BillableTimeInSeconds")
         record["billable_s"] = float(billable) if isinstance(billable, (int, float)) else np.nan
         record["_gpu_total"] = pd.NA

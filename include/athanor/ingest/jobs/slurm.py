@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -29,6 +30,10 @@ _SLURM_NAMES = {
     "model": "Comment",
     "checkpoint_interval_s": "Comment",
     "checkpoint_time_s": "Comment",
+    "model_params": "Comment",
+    "peak_gpu_memory_gib": "Comment",
+    "samples_per_second": "Comment",
+    "phase": "Comment",
 }
 
 # Slurm job states (sacct man page, JOB STATE CODES) -> canonical state.
@@ -54,7 +59,8 @@ SLURM_STATES: dict[str, str] = {
 }
 
 _ELAPSED = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)$")
-# Comment convention for tags Slurm has no field for: 'project=x model=y checkpoint_interval_s=1800'.
+# Comment convention for tags Slurm has no field for: 'project=x model=y checkpoint_interval_s=1800'
+# (also model_params, peak_gpu_memory_gib, samples_per_second and phase, which sacct does not carry).
 _KEY_VALUE = re.compile(r"(\w+)=([^\s,;]+)")
 
 
@@ -78,6 +84,20 @@ def parse_tres_gpus(tres: str) -> int:
         elif key.startswith("gres/gpu:"):
             typed += int(value)
     return typed if total is None else total
+
+
+def _count(text: str | None, row: int, problems: Problems) -> int | None:
+    """A parameter count from a Comment tag: 8000000000 or 8e9; None when absent or not a whole number."""
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value != int(value):
+        problems.add(row, "Comment", "model_params not an integer", repr(text))
+        return None
+    return int(value)
 
 
 def default_partition_pricing(partition: str) -> str:
@@ -198,13 +218,20 @@ def parse_slurm(
         tags = dict(_KEY_VALUE.findall(get("Comment")))
         for key in ("project", "model"):
             record[key] = tags.get(key)
-        for key in ("checkpoint_interval_s", "checkpoint_time_s"):
+        for key in (
+            "checkpoint_interval_s",
+            "checkpoint_time_s",
+            "peak_gpu_memory_gib",
+            "samples_per_second",
+        ):
             record[key] = np.nan
             if key in tags:
                 try:
                     record[key] = float(tags[key])
                 except ValueError:
                     problems.add(row, "Comment", f"{key} not a number", repr(tags[key]))
+        record["model_params"] = _count(tags.get("model_params"), row, problems)
+        record["phase"] = tags["phase"].lower() if "phase" in tags else None
         record["restart_count"] = 0
         records.append(record)
 
