@@ -360,6 +360,16 @@ comment on column ref_instance_types.provider is 'aws, azure or gcp.';
 comment on column ref_instance_types.region is 'The reference region the prices are from (the first row of the type in prices.csv); null for a type without a price.';
 comment on column ref_instance_types.gpu_memory_gib is 'GPU memory per GPU, GiB, as the provider reports it.';
 
+comment on table ref_service_names is 'Reference: the FOCUS service name and category for each spelling a billing source writes (services.csv), used by every staging query so that one service is one group. Grain: one row per source spelling.';
+comment on column ref_service_names.source_name is 'As a source writes it: a CUR product code (AmazonEC2) or a provider''s own FOCUS spelling (AmazonCloudWatch).';
+comment on column ref_service_names.service_name is 'FOCUS ServiceName, e.g. Amazon Elastic Compute Cloud.';
+comment on column ref_service_names.service_category is 'FOCUS ServiceCategory, e.g. Compute.';
+comment on column ref_service_names.note is 'Where the spelling is found.';
+comment on table ref_units is 'Reference: the FOCUS unit for each unit spelling a billing source writes (units.csv), matched lower-cased. Grain: one row per source spelling.';
+comment on column ref_units.source_unit is 'A source''s unit, lower-cased: hrs, gb-mo.';
+comment on column ref_units.unit is 'The unit as FOCUS spells it: Hours, GB-Months.';
+comment on column ref_units.note is 'Where the spelling is found.';
+
 comment on view job_run_costs is 'Training jobs joined to the billing rows tagged with their job_id. Grain: one row per job and billing currency.';
 comment on column job_run_costs.job_id is 'Job id (job_runs.job_id = billing tag job_id).';
 comment on column job_run_costs.team is 'Team tag of the job.';

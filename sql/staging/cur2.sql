@@ -104,18 +104,15 @@ renamed as (
         nullif(line_item_resource_id, '')                                   as resource_id,
         cast(null as varchar)                                               as resource_name,
         coalesce(product_product_family, product_map['product_family'])     as resource_type,
+        -- Service name and category come from ref_service_names in `final`; EC2's volumes and
+        -- snapshots and its data transfer are Storage and Networking, as FOCUS exports say.
         case
-            when coalesce(line_item_product_code, product_servicecode) in ('AmazonEC2', 'AWSLambda', 'AmazonECS', 'AmazonEKS', 'AWSBatch') then 'Compute'
-            when coalesce(line_item_product_code, product_servicecode) in ('AmazonSageMaker', 'AmazonBedrock') then 'AI and Machine Learning'
-            when coalesce(line_item_product_code, product_servicecode) in ('AmazonS3', 'AmazonEBS', 'AmazonEFS', 'AmazonFSx', 'AmazonGlacier', 'AWSBackup') then 'Storage'
-            when coalesce(line_item_product_code, product_servicecode) in ('AWSDataTransfer', 'AmazonVPC', 'AmazonCloudFront', 'AmazonRoute53') then 'Networking'
-            when coalesce(line_item_product_code, product_servicecode) in ('AmazonRDS', 'AmazonDynamoDB', 'AmazonElastiCache') then 'Databases'
-            when coalesce(line_item_product_code, product_servicecode) in ('AWSGlue', 'AmazonAthena', 'AmazonKinesis') then 'Analytics'
-            when coalesce(line_item_product_code, product_servicecode) in ('AWSQueueService', 'AmazonSNS', 'AmazonEventBridge') then 'Integration'
-            when coalesce(line_item_product_code, product_servicecode) in ('AWSCloudTrail', 'AmazonCloudWatch', 'AWSConfig') then 'Management and Governance'
-            else 'Other'
-        end                                                                 as service_category,
+            when coalesce(product_product_family, product_map['product_family']) in ('Storage', 'Storage Snapshot', 'System Operation', 'Provisioned Throughput')
+                then 'Storage'
+            when coalesce(product_product_family, product_map['product_family']) = 'Data Transfer' then 'Networking'
+        end                                                                 as family_category,
         coalesce(line_item_product_code, product_servicecode)               as service_name,
+        nullif(product_map['product_name'], '')                             as product_name,
         coalesce(nullif(product_sku, ''), product_map['sku'])               as sku_id,
         coalesce(pricing_rate_code, pricing_rate_id)                        as sku_price_id,
         -- Keys as analysts know them: `src` has cut CUR's user_ / user: prefixes (key_prefixes).
@@ -150,7 +147,14 @@ final as (
         $source_file                                                        as source_file,
         renamed.source_row,
         $source_format                                                      as source_format,
-        renamed.* exclude (source_row, x_instance_type, x_provider_columns, x_usage_type, x_operation, x_line_item_id, x_commitment_end, line_item_usage_type, line_item_line_item_type, is_instance_usage),
+        renamed.* exclude (source_row, x_instance_type, x_provider_columns, x_usage_type, x_operation, x_line_item_id, x_commitment_end, line_item_usage_type, line_item_line_item_type, is_instance_usage,
+                           service_name, product_name, family_category, pricing_unit, consumed_unit),
+        -- One spelling per service and unit, whatever the export wrote (athanor.reference.services):
+        -- CUR names a service by its product code, FOCUS by its product name.
+        coalesce(svc.service_name, renamed.product_name, renamed.service_name) as service_name,
+        coalesce(renamed.family_category, svc.service_category, 'Other')   as service_category,
+        coalesce(pu.unit, renamed.pricing_unit)                             as pricing_unit,
+        coalesce(cu.unit, renamed.consumed_unit)                            as consumed_unit,
         renamed.x_instance_type,
         ref.instance_family                                                 as x_instance_family,
         ref.gpu_count                                                       as x_gpu_count,
@@ -175,6 +179,9 @@ final as (
         renamed.x_provider_columns
     from renamed
     left join ref_instance_types as ref on ref.instance_type = renamed.x_instance_type
+    left join ref_service_names as svc on svc.source_name = renamed.service_name
+    left join ref_units as pu on pu.source_unit = lower(trim(renamed.pricing_unit))
+    left join ref_units as cu on cu.source_unit = lower(trim(renamed.consumed_unit))
 )
 
 select * from final

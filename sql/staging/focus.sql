@@ -89,7 +89,12 @@ final as (
         $source_file                                                   as source_file,
         typed.source_row,
         $source_format                                                as source_format,
-        typed.* exclude (source_row, x_instance_type, x_usage_type, x_operation, x_line_item_id, x_commitment_end, x_provider_columns),
+        typed.* exclude (source_row, x_instance_type, x_usage_type, x_operation, x_line_item_id, x_commitment_end, x_provider_columns,
+                         service_name, pricing_unit, consumed_unit),
+        -- One spelling per service and unit, whatever the exporter wrote (athanor.reference.services).
+        coalesce(svc.service_name, typed.service_name)                 as service_name,
+        coalesce(pu.unit, typed.pricing_unit)                          as pricing_unit,
+        coalesce(cu.unit, typed.consumed_unit)                         as consumed_unit,
         typed.x_instance_type,
         ref.instance_family                                            as x_instance_family,
         ref.gpu_count                                                  as x_gpu_count,
@@ -116,3 +121,6 @@ final as (
 )
 
 select * from final
+    left join ref_service_names as svc on svc.source_name = typed.service_name
+    left join ref_units as pu on pu.source_unit = lower(trim(typed.pricing_unit))
+    left join ref_units as cu on cu.source_unit = lower(trim(typed.consumed_unit))

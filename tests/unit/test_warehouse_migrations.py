@@ -12,6 +12,7 @@ import pytest
 from athanor.warehouse import connect, migrations
 
 SCHEMA_FILES = sorted(p.stem for p in migrations.SCHEMA_DIR.glob("*.sql"))
+REFERENCES = [f"reference/{name}" for name in migrations.REFERENCE_DATA]
 
 
 def _ledger(path: Path) -> dict[str, tuple[str, object]]:
@@ -39,9 +40,9 @@ def test_a_new_warehouse_records_every_definition_and_the_next_connect_applies_n
 ) -> None:
     path = tmp_path / "w.duckdb"
     connect(path).close()
-    assert applies == [["reference/instance_types", *(f"schema/{s}" for s in SCHEMA_FILES)]]
+    assert applies == [[*REFERENCES, *(f"schema/{s}" for s in SCHEMA_FILES)]]
     first = _ledger(path)
-    assert set(first) == {"reference/instance_types", *(f"schema/{s}" for s in SCHEMA_FILES)}
+    assert set(first) == {*REFERENCES, *(f"schema/{s}" for s in SCHEMA_FILES)}
 
     con = connect(path)
     assert migrations.migrate(con) == []

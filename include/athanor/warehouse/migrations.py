@@ -32,6 +32,8 @@ SCHEMA_DIR = SQL_DIR / "schema"
 # Reference table -> the data files its SQL (sql/reference/<name>.sql) loads, by parameter name.
 REFERENCE_DATA = {
     "instance_types": {"instances": DATA_DIR / "instances.csv", "prices": DATA_DIR / "prices.csv"},
+    "service_names": {"services": DATA_DIR / "services.csv"},
+    "units": {"units": DATA_DIR / "units.csv"},
 }
 
 
