@@ -118,9 +118,9 @@ final as (
         typed.x_provider_columns
     from typed
     left join ref_instance_types as ref on ref.instance_type = typed.x_instance_type
-)
-
-select * from final
     left join ref_service_names as svc on svc.source_name = typed.service_name
     left join ref_units as pu on pu.source_unit = lower(trim(typed.pricing_unit))
     left join ref_units as cu on cu.source_unit = lower(trim(typed.consumed_unit))
+)
+
+select * from final
