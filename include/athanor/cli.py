@@ -174,6 +174,54 @@ def _cmd_commit_plan(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _cmd_gpu_plan(args: argparse.Namespace, settings: Settings) -> int:
+    """Which GPU type and how many per workload class, from job logs or the warehouse's job_runs."""
+    from athanor.recommend import gpu_choice, gpu_plan
+    from athanor.warehouse import connect
+
+    if args.jobs:
+        runs, notes = gpu_plan.runs_from_files([Path(p) for p in args.jobs])
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
+    else:
+        path = Path(args.warehouse) if args.warehouse else settings.warehouse
+        if not path.exists():
+            print(
+                f"error: no warehouse at {path} (give job-log files, or run `athanor ingest`)",
+                file=sys.stderr,
+            )
+            return 1
+        with connect(path, read_only=True, memory_limit=settings.duckdb_memory_limit) as con:
+            runs = gpu_plan.read_job_runs(con)
+    plans = gpu_choice.plan(
+        runs,
+        deadline_slack=args.deadline_slack,
+        candidate_types=[t.strip() for t in args.candidates.split(",") if t.strip()]
+        if args.candidates
+        else None,
+        group_by=[c.strip() for c in args.group_by.split(",") if c.strip()]
+        if args.group_by
+        else gpu_choice.DEFAULT_GROUP_BY,
+    )
+    if args.format == "json":
+        print(json.dumps([p.to_json() for p in plans], indent=2, default=_json_default))
+    else:
+        print(format_rows(gpu_choice.TABLE_COLUMNS, gpu_choice.table_rows(plans), "table"))
+    return 0
+
+
+def _cmd_gpu_catalog(args: argparse.Namespace, settings: Settings) -> int:
+    from athanor.reference import gpus
+
+    records = gpus.catalog_records()
+    if args.format == "json":
+        print(json.dumps(records, indent=2, default=_json_default))
+    else:
+        columns = list(records[0]) if records else []
+        print(format_rows(columns, [tuple(r.values()) for r in records], "table"))
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     from athanor.demo import fleet as demo
     from athanor.demo import storage as demo_storage
@@ -290,6 +338,9 @@ def _cmd_quarantine(args: argparse.Namespace, settings: Settings) -> int:
     # `athanor run` mirrors a bucket's objects here (athanor.flow.land); files quarantined from
     # the mirror go back to their bucket.
     mirror = settings.home / ".cache" / "landing"
+    from athanor.ingest.deliveries import allow_release
+
+    allow_release(args.path, settings)  # the ledger notes it: the next load takes it as it is
     moved = release(
         args.path, settings.quarantine, bucket_mirror=mirror, s3_client=lambda: s3_client(settings)
     )
@@ -339,6 +390,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--term-months", type=int, default=12)
     p.add_argument("--format", choices=["table", "json"], default="table")
     p.set_defaults(func=_cmd_commit_plan)
+
+    p = sub.add_parser("gpu-plan", help="which GPU type and how many each workload class should run on")
+    p.add_argument("jobs", nargs="*", help="job-log files or folders (default: job_runs in the warehouse)")
+    p.add_argument("--warehouse", help="DuckDB file to read job_runs from (read-only)")
+    p.add_argument(
+        "--deadline-slack", type=float, default=1.5, help="a run may take this many times its current hours"
+    )
+    p.add_argument("--candidates", help="comma-separated instance types to compare (any cloud)")
+    p.add_argument("--group-by", help="comma-separated job-run columns (default: team,project,model,phase)")
+    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.set_defaults(func=_cmd_gpu_plan)
+
+    p = sub.add_parser("gpu-catalog", help="GPU instance types with their figures and $/TFLOPS-day")
+    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.set_defaults(func=_cmd_gpu_catalog)
 
     p = sub.add_parser("demo", help="write realistic demo exports (billing, job logs, inventory) to a folder")
     p.add_argument("--out", default="landing")

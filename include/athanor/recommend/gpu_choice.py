@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -307,9 +307,11 @@ def plan_class(
     counts: Sequence[int] = INSTANCE_COUNTS,
     ignore_deadline: bool = False,
     same_provider: bool = True,
+    allowed: Collection[str] | None = None,
 ) -> ClassPlan:
     """The plan for one class; ``candidates`` must include the current type. Candidates of other
-    providers than the current type's compete only with ``same_provider=False``."""
+    providers than the current type's compete only with ``same_provider=False``; with ``allowed``
+    (instance types, lower case) only those and the current type do."""
     purchase = PHASE_PURCHASE.get(cls.phase or "", "not stated (no phase recorded)")
 
     def bare(reason: str) -> ClassPlan:
@@ -336,6 +338,7 @@ def plan_class(
         o
         for c in candidates
         if c.provider == cur.provider or not same_provider
+        if allowed is None or c.instance_type.lower() in allowed or c.instance_type == cur.instance_type
         for n in counts
         if n == 1 or c.gpus_per_instance >= MULTI_NODE_MIN_GPUS
         if (o := _option(cls, cur, c, n, bound)) is not None
@@ -452,6 +455,7 @@ def apply_team_budgets(
     deadline_slack: float = DEFAULT_DEADLINE_SLACK,
     counts: Sequence[int] = INSTANCE_COUNTS,
     same_provider: bool = True,
+    allowed: Collection[str] | None = None,
 ) -> list[ClassPlan]:
     """Where a team's recommended monthly cost exceeds its budget ($/month), let its classes run
     slower than the deadline, biggest saving first, until the team is within budget."""
@@ -470,7 +474,7 @@ def apply_team_budgets(
         relaxed = {
             i: plan_class(
                 by_class[out[i].job_class], candidates, deadline_slack=deadline_slack, counts=counts,
-                ignore_deadline=True, same_provider=same_provider,
+                ignore_deadline=True, same_provider=same_provider, allowed=allowed,
             )
             for i in idx
         }  # fmt: skip
@@ -525,7 +529,19 @@ def class_inputs(
     Returns the classes and one note per class that could not be formed (no run with a duration).
     """
     df = runs.copy()
-    for col in (*group_by, "model_params", "peak_gpu_memory_gib", "samples_per_second", "phase", "team"):
+    optional = (
+        "team",
+        "project",
+        "model",
+        "model_params",
+        "peak_gpu_memory_gib",
+        "samples_per_second",
+        "phase",
+    )
+    unknown = [c for c in group_by if c not in df.columns and c not in optional]
+    if unknown:
+        raise ValueError(f"no job-run column {', '.join(unknown)} to group by")
+    for col in (*group_by, *optional):
         if col not in df.columns:
             df[col] = None
     df = df[df["instance_type"].notna()]
@@ -619,15 +635,12 @@ def plan_classes(
     """The plan of classes already formed (``class_inputs``)."""
     # Named candidates may come from any provider; by default a class is compared within its own.
     same_provider = candidate_types is None
+    wanted = None if candidate_types is None else frozenset(t.strip().lower() for t in candidate_types)
     if candidates is None:
-        pool = candidates_from_catalog()
-        if candidate_types is not None:
-            wanted = {t.strip().lower() for t in candidate_types}
-            current = {c.current_instance_type.lower() for c in classes}
-            pool = [c for c in pool if c.instance_type.lower() in wanted | current]
-        candidates = pool
+        candidates = candidates_from_catalog()
     plans = [
-        plan_class(c, candidates, deadline_slack=deadline_slack, same_provider=same_provider) for c in classes
+        plan_class(c, candidates, deadline_slack=deadline_slack, same_provider=same_provider, allowed=wanted)
+        for c in classes
     ]
     if team_budgets:
         plans = apply_team_budgets(
@@ -637,6 +650,7 @@ def plan_classes(
             team_budgets,
             deadline_slack=deadline_slack,
             same_provider=same_provider,
+            allowed=wanted,
         )
     return plans
 

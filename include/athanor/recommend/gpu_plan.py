@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime, timedelta
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -53,6 +54,29 @@ def read_job_runs(con: duckdb.DuckDBPyConnection, as_of: date | None = None) -> 
     return con.execute(
         f"select {', '.join(JOB_RUN_COLUMNS)} from job_runs where {where} order by start_time, job_id", params
     ).df()
+
+
+def runs_from_files(paths: Sequence[Path]) -> tuple[pd.DataFrame, list[str]]:
+    """Job runs read from job-log files, as `athanor ingest` reads them, without a warehouse. A folder
+    gives every file in it that is a job log; the notes name the files skipped."""
+    from athanor.ingest import jobs
+
+    frames, notes = [], []
+    for root in paths:
+        if not root.exists():
+            raise FileNotFoundError(2, "No such file or directory", str(root))
+        files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else [root]
+        for file in files:
+            if root.is_dir():
+                try:
+                    jobs.detect_job_format(file)
+                except (jobs.JobRunError, OSError, ValueError):
+                    notes.append(f"{file}: not a job log, skipped")
+                    continue
+            frame = jobs.read_job_runs(file)
+            frames.append(frame[frame["start_time"].notna() & frame["instance_type"].notna()])
+    runs = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(JOB_RUN_COLUMNS))
+    return runs, notes
 
 
 def _money(value: float | None) -> Decimal | None:
