@@ -46,13 +46,12 @@ def format_rows(
         writer.writerow([cell(c) for c in columns])
         writer.writerows(["" if v is None else cell(v) for v in r] for r in rows)
         return out.getvalue().rstrip("\n")
+    from tabulate import tabulate
+
+    # Values are shown as the warehouse returns them: no number re-formatting by tabulate.
     cells = [[("" if v is None else str(v)) for v in r] for r in rows]
-    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
-    line = "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))
-    body = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
-    return "\n".join(
-        [line, "  ".join("-" * w for w in widths), *body, f"({len(rows)} row{'s' if len(rows) != 1 else ''})"]
-    )
+    table = tabulate(cells, headers=list(columns), tablefmt="simple", disable_numparse=True)
+    return f"{table}\n({len(rows)} row{'s' if len(rows) != 1 else ''})"
 
 
 def _cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:

@@ -102,11 +102,11 @@ def test_query_as_table_csv_and_json(loaded: Path, capsys) -> None:
     censored = "select job_id, state from job_run_facts where censored order by job_id"
     assert main(["query", censored]) == 0
     assert capsys.readouterr().out == (
-        "job_id  state    \n"
-        "------  ---------\n"
-        "j-0002  preempted\n"
-        "j-0004  running  \n"
-        "j-0005  cancelled\n"
+        "job_id    state\n"
+        "--------  ---------\n"
+        "j-0002    preempted\n"
+        "j-0004    running\n"
+        "j-0005    cancelled\n"
         "(3 rows)\n"
     )
     assert main(["query", censored, "--format", "csv"]) == 0
@@ -131,7 +131,7 @@ def test_query_without_a_warehouse(home: Path, capsys) -> None:
 
 def test_format_rows_aligns_and_blanks_nulls() -> None:
     rows = [(1, None), ("xyz", 2.5)]
-    assert format_rows(["a", "bb"], rows, "table") == "a    bb \n---  ---\n1       \nxyz  2.5\n(2 rows)"
+    assert format_rows(["a", "bb"], rows, "table") == "a    bb\n---  ----\n1\nxyz  2.5\n(2 rows)"
     assert format_rows(["a", "bb"], rows, "csv") == "a,bb\n1,\nxyz,2.5"
     assert format_rows(["n"], [(1,)], "table").endswith("(1 row)")
 
