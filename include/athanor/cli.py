@@ -230,8 +230,7 @@ def _cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     cfg = demo.DemoConfig(seed=args.seed, **({"end_date": as_of} if as_of else {}))
     summary = demo.generate_landing(out, cfg, as_of=as_of)
     day = as_of or cfg.end_date
-    demo_storage.generate_inventory(out / "inventory", day, seed=args.seed)
-    demo_storage.generate_ebs(out / "ebs", day, seed=args.seed)
+    demo_storage.generate_storage(out, cfg, as_of)  # the buckets and volumes the bill charges
     files = summary.get("files", [])
     print(f"demo exports for {cfg.days} days to {day} (seed {args.seed}): {len(files)} files in {out}")
     return 0

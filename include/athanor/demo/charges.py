@@ -5,17 +5,21 @@ checkpoint-bucket storage, EBS volumes, data transfer, and each month's tax and 
 from __future__ import annotations
 
 import math
-from datetime import date, timedelta
+from datetime import date, datetime
 from decimal import Decimal
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from athanor.demo.config import AZS, REGION_NAMES, REGION_PREFIX, DemoConfig, TeamSpec
+from athanor.demo.config import REGION_NAMES, REGION_PREFIX, DemoConfig, TeamSpec
 from athanor.demo.lines import MICRO, QTY, Invoice, Rows
-from athanor.demo.stable import digest, dollars, epoch, period_bounds, round_div, sku, to_micro, unit_hash
+from athanor.demo.stable import dollars, period_bounds, round_div, sku, to_micro, unit_hash
+from athanor.demo.storage import GB as GIB
+from athanor.demo.storage import FleetStorage, fleet_bucket, fleet_storage
 from athanor.demo.usage import Commitments
+from athanor.reference.storage import DEFAULT_PRICES as STORAGE_PRICES
+from athanor.reference.storage import StoragePrices
 
 
 def commitment_lines(
@@ -200,7 +204,191 @@ def commitment_lines(
 
 
 def bucket_name(team: TeamSpec) -> str:
-    return f"demo-{team.name}-checkpoints"
+    return fleet_bucket(team.name)
+
+
+# How S3 names a storage class (Intelligent-Tiering: its access tier) in a bill line:
+# (usage type suffix, operation, price per GB-month).
+def _s3_class(prices: StoragePrices, storage_class: str, tier: str) -> tuple[str, str, float]:
+    if storage_class == "STANDARD_IA":
+        return "TimedStorage-SIA-ByteHrs", "StandardIAStorage", prices.s3_ia_gb_month
+    if storage_class == "INTELLIGENT_TIERING":
+        return {
+            "INFREQUENT": (
+                "TimedStorage-INT-IA-ByteHrs",
+                "IntelligentTieringIAStorage",
+                prices.it_infrequent_gb_month,
+            ),
+            "ARCHIVE_INSTANT_ACCESS": (
+                "TimedStorage-INT-AIA-ByteHrs",
+                "IntelligentTieringAIAStorage",
+                prices.it_archive_instant_gb_month,
+            ),
+        }.get(
+            tier, ("TimedStorage-INT-FA-ByteHrs", "IntelligentTieringFAStorage", prices.it_frequent_gb_month)
+        )
+    return "TimedStorage-ByteHrs", "StandardStorage", prices.storage_gb_month(storage_class)
+
+
+def _bucket_lines(
+    cfg: DemoConfig,
+    rows: Rows,
+    common: dict,
+    team: TeamSpec,
+    storage: FleetStorage,
+    days: np.ndarray,
+    days_in_month: np.ndarray,
+) -> None:
+    """One line per storage class and day: the bytes of every version written by the day's end."""
+    bucket = bucket_name(team)
+    prefix = REGION_PREFIX["us-east-1"]
+    versions = [r for r in storage.objects if r["bucket"] == bucket and r["size"]]
+    by_class: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for r in versions:
+        when = int(r["last_modified"].timestamp())
+        by_class.setdefault((r["storage_class"], r["tier"]), []).append((when, int(r["size"])))
+    for (storage_class, tier), items in sorted(by_class.items()):
+        usage, operation, price = _s3_class(STORAGE_PRICES, storage_class, tier)
+        written = np.array(sorted(items))
+        cumulative = np.concatenate([[0], np.cumsum(written[:, 1])]).astype(object)
+        stored = [int(cumulative[np.searchsorted(written[:, 0], d + 86400, side="left")]) for d in days]
+        keep = np.array([b > 0 for b in stored])
+        if not keep.any():
+            continue
+        stored_b = [b for b, k in zip(stored, keep, strict=True) if k]
+        month_days = [int(n) for n, k in zip(days_in_month, keep, strict=True) if k]
+        rate = to_micro(Decimal(str(price)))
+        cost = np.array(
+            [round_div(b * rate, GIB * n) for b, n in zip(stored_b, month_days, strict=True)], dtype=np.int64
+        )
+        rows.add(
+            int(keep.sum()),
+            **_subset(common, keep),
+            product_code="AmazonS3",
+            service_name="Amazon Simple Storage Service",
+            service_category="Storage",
+            service_subcategory="Object Storage",
+            product_family="Storage",
+            resource_id=bucket,
+            resource_type="Bucket",
+            usage_type=f"{prefix}-{usage}",
+            operation=operation,
+            description=f"${dollars(rate)} per GB-month of {storage_class}"
+            + (f" ({tier.lower()} tier)" if storage_class == "INTELLIGENT_TIERING" else "")
+            + " storage",
+            sku_id=sku("s3", "us-east-1", storage_class, tier),
+            unit="GB-Mo",
+            quantity_e10=np.array(
+                [round_div(b * QTY, GIB * n) for b, n in zip(stored_b, month_days, strict=True)],
+                dtype=np.int64,
+            ),
+            list_rate_micro=rate,
+            rate_micro=rate,
+            billed_micro=cost,
+            effective_micro=cost,
+            list_micro=cost,
+            tag_team=team.name,
+            tag_project="checkpoints",
+        )
+
+
+def _ebs_lines(
+    cfg: DemoConfig,
+    rows: Rows,
+    common: dict,
+    team: TeamSpec,
+    storage: FleetStorage,
+    days: np.ndarray,
+    days_in_month: np.ndarray,
+) -> None:
+    """One line per volume and per snapshot of the team and day, from the day it was created."""
+    prefix = REGION_PREFIX["us-east-1"]
+    snapshot_gib = storage.snapshot_billed_gib()
+    items = []
+    for v in storage.volumes:
+        if storage.team_of_volume[v["VolumeId"]] != team.name:
+            continue
+        vtype = v["VolumeType"]
+        tags = {t["Key"]: t["Value"] for t in v["Tags"]}
+        items.append(
+            dict(
+                created=v["CreateTime"],
+                gib=Decimal(v["Size"]),
+                price=STORAGE_PRICES.ebs_volume_gb_month(vtype),
+                availability_zone=v["AvailabilityZone"],
+                resource_id=v["VolumeId"],
+                resource_type="Volume",
+                usage_type=f"{prefix}-EBS:VolumeUsage" + ("" if vtype == "standard" else f".{vtype}"),
+                operation=f"CreateVolume-{vtype.capitalize()}",
+                description=f"per GB-month of {vtype} provisioned storage",
+                sku_key=("ebs", "us-east-1", vtype),
+                tag_project="checkpoints" if tags.get("Purpose") == "checkpoints" else "datasets",
+            )
+        )
+    for snap in storage.snapshots:
+        if storage.team_of_volume[snap["VolumeId"]] != team.name:
+            continue
+        items.append(
+            dict(
+                created=snap["StartTime"],
+                gib=Decimal(str(round(snapshot_gib[snap["SnapshotId"]], 3))),
+                price=STORAGE_PRICES.ebs_snapshot_gb_month,
+                availability_zone=None,
+                resource_id=f"arn:aws:ec2:us-east-1:{team.usage_account_id}:snapshot/{snap['SnapshotId']}",
+                resource_type="Snapshot",
+                usage_type=f"{prefix}-EBS:SnapshotUsage",
+                operation="CreateSnapshot",
+                description="per GB-month of snapshot data stored",
+                sku_key=("ebs", "us-east-1", "snapshot"),
+                tag_project="backups",
+            )
+        )
+    for item in sorted(items, key=lambda i: i["resource_id"]):
+        created = int(datetime.fromisoformat(item["created"].replace("Z", "+00:00")).timestamp())
+        keep = days + 86400 > created  # billed from the day it was created
+        if not keep.any():
+            continue
+        rate = to_micro(Decimal(str(item["price"])))
+        month_days = days_in_month[keep]
+        gib_e3 = int(item["gib"] * 1000)  # snapshot sizes carry three decimals
+        rows.add(
+            int(keep.sum()),
+            **_subset(common, keep),
+            product_code="AmazonEC2",
+            service_name="Amazon Elastic Compute Cloud",
+            service_category="Storage",
+            service_subcategory="Block Storage",
+            product_family="Storage Snapshot" if item["resource_type"] == "Snapshot" else "Storage",
+            availability_zone=item["availability_zone"],
+            resource_id=item["resource_id"],
+            resource_type=item["resource_type"],
+            usage_type=item["usage_type"],
+            operation=item["operation"],
+            description=f"${dollars(rate)} {item['description']}",
+            sku_id=sku(*item["sku_key"]),
+            unit="GB-Mo",
+            quantity_e10=round_div(np.full(len(month_days), gib_e3) * (QTY // 1000), month_days),
+            list_rate_micro=rate,
+            rate_micro=rate,
+            billed_micro=round_div(np.full(len(month_days), gib_e3) * rate, month_days * 1000),
+            effective_micro=round_div(np.full(len(month_days), gib_e3) * rate, month_days * 1000),
+            list_micro=round_div(np.full(len(month_days), gib_e3) * rate, month_days * 1000),
+            tag_team=team.name,
+            tag_project=item["tag_project"],
+        )
+
+
+def _subset(common: dict, keep: np.ndarray) -> dict:
+    """The per-day columns of `common` (arrays and lists) cut to the kept days."""
+    out = {}
+    for key, value in common.items():
+        if isinstance(value, np.ndarray):
+            out[key] = value[keep]
+        elif isinstance(value, list):
+            out[key] = [v for v, k in zip(value, keep, strict=True) if k]
+        else:
+            out[key] = value
+    return out
 
 
 def other_lines(
@@ -212,11 +400,16 @@ def other_lines(
     invoice: Invoice,
     account_names: dict[str, str],
 ) -> None:
-    """Daily S3 storage of the checkpoint buckets, EBS gp3 volumes and data transfer per team."""
+    """Per team and day: its checkpoint bucket, its EBS volumes and snapshots, its data transfer.
+
+    Storage is billed from the fleet's own storage (`athanor.demo.storage.fleet_storage`): the
+    bucket the team's inventory lists, byte for byte by storage class, and the volumes and
+    snapshots its EBS listing names, from the day each was created.
+    """
     days = np.arange(first_s, cutoff, 86400, dtype=np.int64)
     p_start, p_end = period_bounds(days)
     days_in_month = (p_end - p_start) // 86400
-    horizon = epoch(cfg.end_date + timedelta(days=1))
+    storage = fleet_storage(cfg)
     for team in cfg.teams:
         prefix = REGION_PREFIX["us-east-1"]
         common = dict(
@@ -236,63 +429,8 @@ def other_lines(
             region_name=REGION_NAMES["us-east-1"],
             invoice_id=invoice(p_start, team.payer_account_id),
         )
-        # Checkpoint bucket: grows linearly over the window (sizes fixed by date, not by as_of).
-        progress = np.clip((days - first_s) / max(horizon - first_s, 1), 0.0, 1.0)
-        gb = np.rint(team.bucket_gb[0] + progress * (team.bucket_gb[1] - team.bucket_gb[0])).astype(np.int64)
-        s3_rate = to_micro(cfg.s3_per_gb_month)
-        rows.add(
-            len(days),
-            **common,
-            product_code="AmazonS3",
-            service_name="Amazon Simple Storage Service",
-            service_category="Storage",
-            service_subcategory="Object Storage",
-            product_family="Storage",
-            resource_id=bucket_name(team),
-            resource_type="Bucket",
-            usage_type=f"{prefix}-TimedStorage-ByteHrs",
-            operation="StandardStorage",
-            description=f"${dollars(s3_rate)} per GB - first 50 TB / month of storage used",
-            sku_id=sku("s3", "us-east-1", "standard"),
-            unit="GB-Mo",
-            quantity_e10=round_div(gb * QTY, days_in_month),
-            list_rate_micro=s3_rate,
-            rate_micro=s3_rate,
-            billed_micro=round_div(gb * s3_rate, days_in_month),
-            effective_micro=round_div(gb * s3_rate, days_in_month),
-            list_micro=round_div(gb * s3_rate, days_in_month),
-            tag_team=team.name,
-            tag_project="checkpoints",
-        )
-        ebs_rate = to_micro(cfg.ebs_gp3_per_gb_month)
-        for volume in range(2):
-            size = team.ebs_gb // 2
-            cost = round_div(np.full(len(days), size) * ebs_rate, days_in_month)
-            rows.add(
-                len(days),
-                **common,
-                product_code="AmazonEC2",
-                service_name="Amazon Elastic Compute Cloud",
-                service_category="Storage",
-                service_subcategory="Block Storage",
-                product_family="Storage",
-                availability_zone=AZS["us-east-1"][volume],
-                resource_id="vol-0" + digest(cfg.seed, team.name, "vol", volume).hex()[:16],
-                resource_type="Volume",
-                usage_type=f"{prefix}-EBS:VolumeUsage.gp3",
-                operation="CreateVolume-Gp3",
-                description=f"${dollars(ebs_rate)} per GB-month of General Purpose (gp3) provisioned storage",
-                sku_id=sku("ebs", "us-east-1", "gp3"),
-                unit="GB-Mo",
-                quantity_e10=round_div(np.full(len(days), size) * QTY, days_in_month),
-                list_rate_micro=ebs_rate,
-                rate_micro=ebs_rate,
-                billed_micro=cost,
-                effective_micro=cost,
-                list_micro=cost,
-                tag_team=team.name,
-                tag_project="datasets",
-            )
+        _bucket_lines(cfg, rows, common, team, storage, days, days_in_month)
+        _ebs_lines(cfg, rows, common, team, storage, days, days_in_month)
         transfers = [("DataTransfer-Out-Bytes", cfg.egress_per_gb, team.egress_gb_per_day, "out")]
         if team.west_share > 0:
             transfers.append(

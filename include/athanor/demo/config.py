@@ -11,7 +11,6 @@ from datetime import date, timedelta
 from decimal import Decimal
 
 from athanor.reference import InstanceType, instance, spot_advice
-from athanor.reference.storage import DEFAULT_PRICES as STORAGE_PRICES
 
 DEBUG, SWEEP, PRETRAIN = 0, 1, 2
 CLASS_NAMES = ("debug", "sweep", "pretrain")
@@ -47,8 +46,6 @@ class TeamSpec:
     spot_share: tuple[float, float, float]  # per class
     committed_share: float  # share of other jobs the scheduler puts on committed capacity
     west_share: float  # share of debug/sweep jobs in us-west-2
-    bucket_gb: tuple[int, int]  # checkpoint bucket size at the first month start and at end_date
-    ebs_gb: int
     egress_gb_per_day: float
 
 
@@ -93,8 +90,6 @@ DEFAULT_TEAMS = (
         spot_share=(0.15, 0.45, 0.15),
         committed_share=0.6,
         west_share=0.0,
-        bucket_gb=(90_000, 140_000),
-        ebs_gb=24_000,
         egress_gb_per_day=150.0,
     ),
     TeamSpec(
@@ -124,8 +119,6 @@ DEFAULT_TEAMS = (
         spot_share=(0.2, 0.35, 0.1),
         committed_share=0.6,
         west_share=0.0,
-        bucket_gb=(260_000, 420_000),
-        ebs_gb=40_000,
         egress_gb_per_day=380.0,
     ),
     TeamSpec(
@@ -150,8 +143,6 @@ DEFAULT_TEAMS = (
         spot_share=(0.2, 0.5, 0.25),
         committed_share=0.5,
         west_share=0.12,
-        bucket_gb=(40_000, 65_000),
-        ebs_gb=12_000,
         egress_gb_per_day=80.0,
     ),
     TeamSpec(
@@ -176,8 +167,6 @@ DEFAULT_TEAMS = (
         spot_share=(0.3, 0.55, 0.2),
         committed_share=0.5,
         west_share=0.1,
-        bucket_gb=(30_000, 50_000),
-        ebs_gb=16_000,
         egress_gb_per_day=250.0,
     ),
 )
@@ -225,9 +214,8 @@ class DemoConfig:
     sp_commitment_per_h: Decimal = Decimal("40")
     sp_rate_fraction: Decimal = Decimal("0.64")  # Compute SP rate vs on-demand
     sp_expires_days_after_end: int = 152
-    # Other spend (us-east-1 list prices; storage from the reference price list).
-    s3_per_gb_month: Decimal = Decimal(str(STORAGE_PRICES.s3_standard_gb_month))
-    ebs_gp3_per_gb_month: Decimal = Decimal(str(STORAGE_PRICES.ebs_gb_month["gp3"]))
+    # Other spend (us-east-1 list prices). Storage is billed from the fleet's own buckets, volumes
+    # and snapshots (athanor.demo.storage) at the reference price list's prices.
     egress_per_gb: Decimal = Decimal("0.09")
     inter_region_per_gb: Decimal = Decimal("0.02")
     inter_region_gb_per_day: float = 200.0

@@ -24,9 +24,12 @@ The story (all figures are `DemoConfig` fields):
   $40/h Compute Savings Plan (1 year, No Upfront, rates 0.64 x on-demand, expiring 152
   days after end_date). Commitments are applied hour by hour the way AWS does: to
   eligible non-spot usage, jobs labelled reserved/savings_plan first.
-- Also S3 Standard storage of each team's checkpoint bucket (`demo-<team>-checkpoints`,
-  0.023 $/GB-month, growing over the window), EBS gp3 (0.08), data transfer out (0.09
-  $/GB) and to us-west-2 (0.02), and per payer and month one Tax line (6.25 % of the
+- Also each team's storage, the same the storage deliveries list (`athanor.demo.storage`):
+  its checkpoint bucket `demo-<team>-checkpoints` billed day by day for the bytes its S3
+  Inventory shows by then, per storage class; its EBS volumes and snapshots billed from the
+  day each was created (a snapshot bills its changed blocks, less than its volume's size);
+  in-use volumes are attached to instances the bill shows running. Then data transfer out
+  (0.09 $/GB) and to us-west-2 (0.02), and per payer and month one Tax line (6.25 % of the
   month's billed cost, to the cent) and one Credit (-1,000 $). Instances carry tags team,
   project, model and job_id; job_id is missing on about 10 % of instances.
 
@@ -44,8 +47,9 @@ before the window are unused commitment. Money is integer micro-dollars througho
 
 Where each part lives: `config` (DemoConfig and its defaults), `jobs` (the simulation and
 the job log), `usage` (instance-hours and the commitments applied to them), `billing` and
-`charges` (the canonical line items), `bills` (the FOCUS and CUR writers). This module
-writes the deliveries.
+`charges` (the canonical line items), `storage` (the buckets, volumes and snapshots, and
+their deliveries), `bills` (the FOCUS and CUR writers). This module writes the billing and
+job deliveries.
 """
 
 from __future__ import annotations

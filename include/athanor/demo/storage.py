@@ -14,6 +14,7 @@ import hashlib
 import io
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -22,6 +23,8 @@ from urllib.parse import quote_plus
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from athanor.demo.config import DemoConfig
+from athanor.demo.stable import unit_hash
 from athanor.ingest.inventory import write_csv_gz
 
 GB = 1024**3
@@ -100,10 +103,20 @@ def _checkpoint_files(
     return [*files, (f"{base}mp_rank_00_model_states.pt", total_bytes // 3)]
 
 
-def _rows(as_of: date, seed: int, bucket: str) -> list[dict]:
+def _one_bucket(bucket: str) -> Callable[[_Model], tuple[str, str, str]]:
+    """Every team under its own prefix of one bucket, runs named after the storage teams."""
+    return lambda model: (bucket, f"{model.team}/", model.team)
+
+
+def _rows(as_of: date, seed: int, place: Callable[[_Model], tuple[str, str, str]]) -> list[dict]:
+    """Every object version (and delete marker) of the demo's checkpoint runs, as of `as_of`.
+
+    `place(model)` says where a model's runs live: (bucket, key prefix, team in the run id).
+    """
     rng = random.Random(seed)
     now = datetime(as_of.year, as_of.month, as_of.day, tzinfo=UTC)
     rows: list[dict] = []
+    bucket = ""
 
     def put(
         key: str,
@@ -152,7 +165,8 @@ def _rows(as_of: date, seed: int, bucket: str) -> list[dict]:
     for model in _MODELS:
         for _ in range(model.runs):
             run_no += 1
-            run = f"{model.team}-{model.name}-{rng.randint(1, 9999):04d}"
+            bucket, prefix, run_team = place(model)
+            run = f"{run_team}-{model.name}-{rng.randint(1, 9999):04d}"
             n_steps = rng.randint(*model.steps)
             active = run_no % 6 == 0  # about one run in six is still training
             hours_between = rng.choice([2, 3, 4, 6, 8, 12])
@@ -171,7 +185,6 @@ def _rows(as_of: date, seed: int, bucket: str) -> list[dict]:
                 sc = "INTELLIGENT_TIERING"
             resumed_from = rng.randint(1, n_steps - 1) if rng.random() < 0.3 and n_steps > 4 else None
             deleted_upto = rng.randint(1, n_steps // 2) if rng.random() < 0.35 else 0
-            prefix = f"{model.team}/"
             best_versions: list[tuple[int, datetime]] = []
             for i in range(1, n_steps + 1):
                 step = i * model.step_every
@@ -228,15 +241,21 @@ def generate_inventory(
     Layout as AWS delivers it: `<out_dir>/<bucket>/<as_of>T01-00Z/manifest.json`, data files in
     `<out_dir>/<bucket>/data/` (CSV: gzipped, header-less, keys URL-encoded; or Parquet).
     """
-    out = Path(out_dir)
-    rows = _rows(as_of, seed, bucket)
-    rows.sort(key=lambda r: (r["key"], r["last_modified"]))
+    return _write_inventory(
+        Path(out_dir), as_of, bucket, _rows(as_of, seed, _one_bucket(bucket)), file_format, seed + 1
+    )
+
+
+def _write_inventory(
+    out: Path, as_of: date, bucket: str, rows: list[dict], file_format: str, names_seed: int | str
+) -> Path:
+    rows = sorted(rows, key=lambda r: (r["key"], r["last_modified"]))
     stamp = f"{as_of.isoformat()}T01-00Z"
     manifest_dir = out / bucket / stamp
     data_dir = out / bucket / "data"
     manifest_dir.mkdir(parents=True, exist_ok=True)
     data_dir.mkdir(parents=True, exist_ok=True)
-    rng = random.Random(seed + 1)
+    rng = random.Random(names_seed)
     files = []
     for start in range(0, len(rows), ROWS_PER_FILE):
         chunk = rows[start : start + ROWS_PER_FILE]
@@ -309,15 +328,37 @@ def generate_inventory(
 
 def generate_ebs(out_dir: str | Path, as_of: date, seed: int = 7) -> tuple[Path, Path]:
     """Write `volumes.json` and `snapshots.json` as `aws ec2 describe-volumes/-snapshots` prints them."""
-    rng = random.Random(seed)
-    out = Path(out_dir)
+    volumes, snapshots = _ebs_listing(as_of, seed)
+    return _write_ebs(Path(out_dir), volumes, snapshots)
+
+
+def _write_ebs(out: Path, volumes: list[dict], snapshots: list[dict]) -> tuple[Path, Path]:
     out.mkdir(parents=True, exist_ok=True)
+    vpath, spath = out / "volumes.json", out / "snapshots.json"
+    vpath.write_text(json.dumps({"Volumes": volumes}, indent=2))
+    spath.write_text(json.dumps({"Snapshots": snapshots}, indent=2))
+    return vpath, spath
+
+
+def _iso(ts: datetime) -> str:
+    return ts.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+def _ebs_listing(
+    as_of: date,
+    seed: int,
+    team_of: Callable[[str], str] = lambda team: team,
+    owner_of: Callable[[str], str] = lambda team: "123456789012",
+) -> tuple[list[dict], list[dict]]:
+    """Volumes and snapshots as DescribeVolumes / DescribeSnapshots list them on `as_of`.
+
+    `team_of` names a storage team as the fleet knows it; `owner_of(team)` is the account a
+    snapshot of that team's volume belongs to ('' for a volume no team owns).
+    """
+    rng = random.Random(seed)
     now = datetime(as_of.year, as_of.month, as_of.day, tzinfo=UTC)
-
-    def iso(ts: datetime) -> str:
-        return ts.strftime("%Y-%m-%dT%H:%M:%S.000Z")
-
     volumes = []
+    team_of_volume: dict[str, str] = {}
 
     def volume(size: int, state: str, age_days: float, tags: dict[str, str], vtype: str = "gp3") -> str:
         vid = f"vol-{rng.getrandbits(68):017x}"
@@ -326,7 +367,7 @@ def generate_ebs(out_dir: str | Path, as_of: date, seed: int = 7) -> tuple[Path,
         if state == "in-use":
             attach = [
                 {
-                    "AttachTime": iso(created + timedelta(minutes=3)),
+                    "AttachTime": _iso(created + timedelta(minutes=3)),
                     "Device": "/dev/sdf",
                     "InstanceId": f"i-{rng.getrandbits(68):017x}",
                     "State": "attached",
@@ -334,11 +375,12 @@ def generate_ebs(out_dir: str | Path, as_of: date, seed: int = 7) -> tuple[Path,
                     "DeleteOnTermination": False,
                 }
             ]
+        team_of_volume[vid] = tags.get("team", "")
         volumes.append(
             {
                 "Attachments": attach,
                 "AvailabilityZone": "us-east-1a",
-                "CreateTime": iso(created),
+                "CreateTime": _iso(created),
                 "Encrypted": True,
                 "Size": size,
                 "SnapshotId": "",
@@ -353,7 +395,7 @@ def generate_ebs(out_dir: str | Path, as_of: date, seed: int = 7) -> tuple[Path,
         )
         return vid
 
-    teams = ["nlp", "vision", "speech", "recsys"]
+    teams = [team_of(t) for t in ("nlp", "vision", "speech", "recsys")]
     ckpt_volumes = []
     for i in range(6):
         team = teams[i % len(teams)]
@@ -389,10 +431,10 @@ def generate_ebs(out_dir: str | Path, as_of: date, seed: int = 7) -> tuple[Path,
                 {
                     "Description": f"nightly {vid}",
                     "Encrypted": True,
-                    "OwnerId": "123456789012",
+                    "OwnerId": owner_of(team_of_volume.get(vid, "")),
                     "Progress": "100%",
                     "SnapshotId": f"snap-{rng.getrandbits(68):017x}",
-                    "StartTime": iso(started),
+                    "StartTime": _iso(started),
                     "State": "completed",
                     "VolumeId": vid,
                     "VolumeSize": size,
@@ -400,7 +442,141 @@ def generate_ebs(out_dir: str | Path, as_of: date, seed: int = 7) -> tuple[Path,
                     "Tags": [{"Key": "Name", "Value": f"backup-{vid[-6:]}"}],
                 }
             )
-    vpath, spath = out / "volumes.json", out / "snapshots.json"
-    vpath.write_text(json.dumps({"Volumes": volumes}, indent=2))
-    spath.write_text(json.dumps({"Snapshots": snapshots}, indent=2))
-    return vpath, spath
+    return volumes, snapshots
+
+
+# ---------------------------------------------------------------- the demo fleet's storage
+
+# The storage story's teams as the fleet names them (its language-model team is `llm`).
+FLEET_TEAMS = {"nlp": "llm"}
+# What one snapshot bills, as a share of its volume's size: the first holds the data written so
+# far, the later ones only the blocks changed since (DescribeSnapshots shows neither).
+FIRST_SNAPSHOT_SHARE = 0.5
+LATER_SNAPSHOT_SHARE = 0.08
+
+
+def fleet_team(team: str) -> str:
+    return FLEET_TEAMS.get(team, team)
+
+
+def fleet_bucket(team: str) -> str:
+    """The checkpoint bucket of a fleet team: the one its bill charges and its inventory lists."""
+    return f"demo-{team}-checkpoints"
+
+
+def _fleet_place(model: _Model) -> tuple[str, str, str]:
+    team = fleet_team(model.team)
+    return fleet_bucket(team), f"{model.name}/", team
+
+
+@dataclass(frozen=True)
+class FleetStorage:
+    """The fleet's checkpoint buckets and EBS volumes and snapshots as they stand at the end of
+    the demo (`DemoConfig.end_date`); `as_of` cuts them to what existed by a delivery's cutoff."""
+
+    objects: tuple[dict, ...]  # inventory rows of every team bucket
+    volumes: tuple[dict, ...]  # DescribeVolumes items, each tagged with its team
+    snapshots: tuple[dict, ...]  # DescribeSnapshots items
+    team_of_volume: dict[str, str]  # volume id -> fleet team (snapshots bill to their volume's team)
+
+    def objects_as_of(self, cutoff: datetime) -> list[dict]:
+        """The inventory a delivery at `cutoff` lists: versions written before it, the newest of
+        each key (or its delete marker) marked latest."""
+        kept = [dict(r) for r in self.objects if r["last_modified"] < cutoff]
+        newest: dict[tuple[str, str], dict] = {}
+        for r in sorted(kept, key=lambda r: r["last_modified"]):
+            newest[(r["bucket"], r["key"])] = r
+        for r in kept:
+            r["is_latest"] = newest[(r["bucket"], r["key"])] is r
+        return kept
+
+    def listing_as_of(self, cutoff: datetime) -> tuple[list[dict], list[dict]]:
+        stamp = _iso(cutoff)
+        volumes = [v for v in self.volumes if v["CreateTime"] < stamp]
+        snapshots = [s for s in self.snapshots if s["StartTime"] < stamp]
+        return volumes, snapshots
+
+    def snapshot_billed_gib(self) -> dict[str, float]:
+        """GiB each snapshot bills: the oldest of a volume holds its data, later ones the changes."""
+        out: dict[str, float] = {}
+        seen: set[str] = set()
+        for snap in sorted(self.snapshots, key=lambda s: (s["VolumeId"], s["StartTime"])):
+            share = LATER_SNAPSHOT_SHARE if snap["VolumeId"] in seen else FIRST_SNAPSHOT_SHARE
+            seen.add(snap["VolumeId"])
+            out[snap["SnapshotId"]] = snap["VolumeSize"] * share
+        return out
+
+
+def fleet_storage(cfg: DemoConfig) -> FleetStorage:
+    """The storage of the demo fleet: one checkpoint bucket per team, EBS owned by the teams."""
+    objects = _rows(cfg.end_date, cfg.seed, _fleet_place)
+    accounts = {t.name: t.usage_account_id for t in cfg.teams}
+    teams = [t.name for t in cfg.teams]
+    volumes, snapshots = _ebs_listing(
+        cfg.end_date, cfg.seed, team_of=fleet_team, owner_of=lambda team: accounts.get(team, "")
+    )
+    team_of_volume: dict[str, str] = {}
+    for i, v in enumerate(volumes):
+        tags = {t["Key"]: t["Value"] for t in v["Tags"]}
+        if "team" not in tags:  # shared dataset caches: each billed to one team, tagged so
+            v["Tags"].append({"Key": "team", "Value": teams[i % len(teams)]})
+            tags["team"] = teams[i % len(teams)]
+        team_of_volume[v["VolumeId"]] = tags["team"]
+    for s in snapshots:
+        if s["VolumeId"] not in team_of_volume:  # a snapshot of a volume deleted long ago
+            team_of_volume[s["VolumeId"]] = teams[int(unit_hash(cfg.seed, s["VolumeId"]) * len(teams))]
+        s["OwnerId"] = accounts[team_of_volume[s["VolumeId"]]]
+    return FleetStorage(tuple(objects), tuple(volumes), tuple(snapshots), team_of_volume)
+
+
+def _attach_to_running(volumes: list[dict], running: list[tuple[str, str]], team_of: dict[str, str]) -> None:
+    """Attach each in-use volume to an instance of the bill running at the cutoff, its team's
+    where it has one: (instance id, team) pairs, in a stable order."""
+    if not running:
+        return
+    by_team: dict[str, list[str]] = {}
+    for instance, team in running:
+        by_team.setdefault(team, []).append(instance)
+    for i, v in enumerate(v for v in volumes if v["Attachments"]):
+        pool = by_team.get(team_of.get(v["VolumeId"], ""), [r for r, _ in running])
+        v["Attachments"][0]["InstanceId"] = pool[i % len(pool)]
+
+
+def generate_storage(
+    out_dir: str | Path, cfg: DemoConfig, as_of: date | None = None, *, file_format: str = "CSV"
+) -> dict[str, list[Path]]:
+    """Write the fleet's storage deliveries as of the end of `as_of` (default cfg.end_date): one
+    S3 Inventory per team bucket under `inventory/`, the EBS listings under `ebs/`.
+
+    They describe what the bill charges (`athanor.demo.charges`): the same buckets, bytes and
+    storage classes, the same volumes and snapshots; in-use volumes are attached to instances
+    the bill shows running at the cutoff.
+    """
+    from athanor.demo.jobs import cutoff_of, simulate
+    from athanor.demo.usage import usage_lines
+
+    out = Path(out_dir)
+    day = as_of or cfg.end_date
+    cutoff_s = cutoff_of(cfg, as_of)
+    cutoff = datetime.fromtimestamp(cutoff_s, UTC)
+    storage = fleet_storage(cfg)
+    objects = storage.objects_as_of(cutoff)
+    manifests = [
+        _write_inventory(
+            out / "inventory",
+            day,
+            bucket,
+            [r for r in objects if r["bucket"] == bucket],
+            file_format,
+            f"{cfg.seed}:{bucket}",
+        )
+        for bucket in sorted({r["bucket"] for r in objects})
+    ]
+    usage = usage_lines(cfg, simulate(cfg), cutoff_s)
+    last_hour = usage[(usage["end_s"] >= cutoff_s) & (usage["region"] == "us-east-1")]  # the volumes' region
+    running = sorted(set(zip(last_hour["resource_id"], last_hour["team"], strict=True)))
+    volumes, snapshots = storage.listing_as_of(cutoff)
+    volumes = json.loads(json.dumps(volumes))  # attachments are per delivery: leave `storage` as it is
+    _attach_to_running(volumes, running, storage.team_of_volume)
+    listings = _write_ebs(out / "ebs", volumes, snapshots)
+    return {"inventory": manifests, "ebs": list(listings)}

@@ -517,3 +517,124 @@ def recommend_lifecycle(
         prices=prices,
         horizon_months=horizon_months,
     )
+
+
+# ---------------------------------------------------------------- savings against the bill
+
+
+def resource_key(resource_id: str | None) -> str | None:
+    """The name a bill and an inventory share for a resource: 'arn:aws:s3:::b' -> 'b',
+    'arn:aws:ec2:us-east-1:1:snapshot/snap-1' -> 'snap-1', 'vol-1' -> 'vol-1'.
+
+    The same rule as `sql/marts/billed_resources.sql`.
+    """
+    if not resource_id:
+        return None
+    return resource_id.replace(":", "/").rstrip("/").rsplit("/", 1)[-1] or None
+
+
+ESTIMATE = "estimate from inventory prices: the bill does not name {what}"
+CAPPED = "capped at what the bill charged {what}"
+WITHIN_BILL = "within what the bill charged {what}"
+
+
+@dataclass(frozen=True)
+class BilledSaving:
+    """One storage action's monthly saving, held against what the bill charged what it touches.
+
+    `priced_saving_usd` is the recommender's figure (inventory sizes at list prices); `saving_usd`
+    is what is published: never more than `billed_usd` where the bill names the resources.
+    """
+
+    scope: str
+    touches: tuple[str, ...]  # bucket names, volume and snapshot ids
+    current_usd: float  # a month, priced from the inventory
+    priced_saving_usd: float
+    billed_usd: float | None  # a month, of everything in `touches` (None: the bill names none of it)
+    saving_usd: float
+    basis: str
+
+    @property
+    def capped(self) -> bool:
+        return self.saving_usd < self.priced_saving_usd
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "touches": list(self.touches),
+            "current_monthly_cost_from_inventory": round(self.current_usd, 2),
+            "priced_monthly_saving": round(self.priced_saving_usd, 2),
+            "billed_monthly_cost": None if self.billed_usd is None else round(self.billed_usd, 2),
+            "estimated_monthly_savings_amount": round(self.saving_usd, 2),
+            "saving_basis": self.basis,
+        }
+
+
+def prefix_savings(
+    rec: LifecycleRecommendation, billed: Mapping[str, float], prefixes: Sequence[PrefixPlan] | None = None
+) -> dict[tuple[str, str], BilledSaving]:
+    """Each prefix's average monthly saving over the horizon, capped per bucket.
+
+    The bill names buckets, not prefixes: when the savings of a bucket's prefixes add up to more
+    than the bucket was billed, each is scaled down by the same factor, so together they are
+    exactly the bucket's bill.
+    """
+    plans = list(rec.prefixes if prefixes is None else prefixes)
+    by_bucket: dict[str, list[PrefixPlan]] = {}
+    for p in plans:
+        by_bucket.setdefault(p.bucket, []).append(p)
+    out: dict[tuple[str, str], BilledSaving] = {}
+    for bucket, group in by_bucket.items():
+        priced = {p.prefix: (p.before.total - p.after.total) / rec.horizon_months for p in group}
+        total = sum(max(v, 0.0) for v in priced.values())
+        bill = billed.get(bucket)
+        scale = 1.0
+        if bill is None:
+            basis = ESTIMATE.format(what=f"bucket {bucket}")
+        elif total > bill:
+            scale, basis = (
+                (max(bill, 0.0) / total if total > 0 else 0.0),
+                CAPPED.format(what=f"bucket {bucket}"),
+            )
+        else:
+            basis = WITHIN_BILL.format(what=f"bucket {bucket}")
+        for p in group:
+            saving = priced[p.prefix]
+            out[(p.bucket, p.prefix)] = BilledSaving(
+                scope=f"s3://{p.bucket}/{p.prefix}",
+                touches=(bucket,),
+                current_usd=p.before.total / rec.horizon_months,
+                priced_saving_usd=saving,
+                billed_usd=bill,
+                saving_usd=saving * scale if saving > 0 else saving,
+                basis=basis,
+            )
+    return out
+
+
+def ebs_savings(rec: LifecycleRecommendation, billed: Mapping[str, float]) -> list[BilledSaving]:
+    """Each EBS action's monthly saving once done, at most what the bill charged its resource."""
+    if rec.ebs is None:
+        return []
+    out = []
+    for act in rec.ebs.actions:
+        key = resource_key(act.resource_id) or act.resource_id
+        saving = act.monthly_before_usd - act.monthly_after_usd
+        bill = billed.get(key)
+        if bill is None:
+            published, basis = saving, ESTIMATE.format(what=act.resource_id)
+        elif saving > bill:
+            published, basis = max(bill, 0.0), CAPPED.format(what=act.resource_id)
+        else:
+            published, basis = saving, WITHIN_BILL.format(what=act.resource_id)
+        out.append(
+            BilledSaving(
+                scope=act.resource_id,
+                touches=(key,),
+                current_usd=act.monthly_before_usd,
+                priced_saving_usd=saving,
+                billed_usd=bill,
+                saving_usd=published,
+                basis=basis,
+            )
+        )
+    return out
