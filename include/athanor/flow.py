@@ -274,6 +274,25 @@ def recommend_lifecycle(run: RunContext) -> dict:
     return result
 
 
+def recommend_gpus(run: RunContext) -> dict:
+    """Per workload class, which GPU type and how many to run on (the GPU plan)."""
+    from athanor.recommend import gpu_choice, gpu_plan
+
+    con = run.connect()
+    try:
+        as_of = _as_of(run, con)
+        slack = run.params.get("deadline_slack")
+        result = gpu_plan.recommend_gpus(
+            con,
+            run.run_id,
+            as_of,
+            deadline_slack=float(slack) if slack not in (None, "") else gpu_choice.DEFAULT_DEADLINE_SLACK,
+        )
+    finally:
+        con.close()
+    return result
+
+
 def publish(run: RunContext) -> dict:
     """Render the report and publish the analysts' snapshot."""
     from athanor.publish import build_report
@@ -351,11 +370,12 @@ STAGES: tuple[Stage, ...] = (
     Stage("fit_durations", "athanor_optimize", fit_durations),
     Stage("recommend_mix", "athanor_optimize", recommend_mix, after=("fit_durations",)),
     Stage("recommend_lifecycle", "athanor_optimize", recommend_lifecycle),
+    Stage("recommend_gpus", "athanor_optimize", recommend_gpus),
     Stage(
         "publish",
         "athanor_optimize",
         publish,
-        after=("recommend_mix", "recommend_lifecycle"),
+        after=("recommend_mix", "recommend_lifecycle", "recommend_gpus"),
         emits="athanor_report",
     ),
 )

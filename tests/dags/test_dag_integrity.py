@@ -51,7 +51,15 @@ def test_warehouse_writers_share_one_pool(dagbag) -> None:
     from athanor.flow import STAGE
     from athanor_common import WRITER_POOL
 
-    writers = {"load", "validate", "fit_durations", "recommend_mix", "recommend_lifecycle", "publish"}
+    writers = {
+        "load",
+        "validate",
+        "fit_durations",
+        "recommend_mix",
+        "recommend_lifecycle",
+        "recommend_gpus",
+        "publish",
+    }
     assert {name for name, stage in STAGE.items() if stage.writes_warehouse} == writers
     for dag in dagbag.dags.values():
         for task in dag.tasks:

@@ -258,6 +258,7 @@ def test_run_runs_the_declared_stages_in_order(
         ("fit_durations", ()),
         ("recommend_mix", ()),
         ("recommend_lifecycle", ()),
+        ("recommend_gpus", ()),
         ("publish", ()),
     ]
     # That is the declared order, and every stage ran after the ones it waits for.

@@ -118,10 +118,19 @@ def test_fit_durations_fits_the_runs_that_have_a_duration(nightly) -> None:
     }
 
 
-def test_recommendations_on_a_fleet_without_aws_gpus_or_buckets(nightly) -> None:
+def test_recommendations_on_a_gcp_fleet_without_buckets(nightly) -> None:
     _, summaries = nightly
-    assert summaries["recommend_mix"] == {"pools": 0, "note": "no GPU usage in the planning window"}
+    # The GCP bill's A100 hour (a2-highgpu-1g: 1 GPU in the instance catalogue) is a pool to plan.
+    assert summaries["recommend_mix"]["pools"] == 1
     assert summaries["recommend_lifecycle"] == {"buckets": 0, "note": "no storage inventory loaded"}
+    # The job runs are of 2026, the bills of 2023: no run in the 90 days the GPU plan reads.
+    assert summaries["recommend_gpus"] == {
+        "classes": 0,
+        "moves": 0,
+        "estimated_monthly_savings_amount": 0,
+        "deadline_slack": 1.5,
+        "skipped": [],
+    }
 
 
 def test_publish_writes_the_report_for_the_latest_billed_day(nightly) -> None:
@@ -204,5 +213,6 @@ def test_stages_of_each_dag_in_flow_order() -> None:
         "fit_durations",
         "recommend_mix",
         "recommend_lifecycle",
+        "recommend_gpus",
         "publish",
     ]

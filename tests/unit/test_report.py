@@ -326,7 +326,16 @@ def test_every_section_says_no_data_yet_on_an_empty_warehouse(
     paths = build_report(empty_warehouse, AS_OF, tmp_path / "reports", "run-1")
     html = paths.html.read_text()
     sections = {part.split('"', 1)[0]: part for part in html.split('<section id="')[1:]}
-    assert set(sections) == {"summary", "spend", "commitments", "mix", "durations", "storage", "quality"}
+    assert set(sections) == {
+        "summary",
+        "spend",
+        "commitments",
+        "mix",
+        "gpu",
+        "durations",
+        "storage",
+        "quality",
+    }
     for name, body in sections.items():
         assert "no data yet" in body, name
     assert json.loads(paths.recommendations_json.read_text())["recommendations"] == []

@@ -278,3 +278,102 @@ def histogram(
     parts += _legend(frame, legend_names, kinds)
     parts.append("</svg>")
     return Markup("\n".join(parts))
+
+
+def ranked_bars(
+    chart_id: str,
+    labels: Sequence[str],
+    values: Sequence[float],
+    groups: Sequence[str],
+    *,
+    title: str,
+    x_format: Callable[[float], str] = lambda v: f"{v:,.2f}",
+    row_height: int = 16,
+    label_width: int = 250,
+    width: int = 760,
+) -> Markup:
+    """Horizontal bars in the order given (rank them first), coloured by group, one row each."""
+    names = list(dict.fromkeys(groups))
+    frame = Frame(
+        width=width, height=36 + row_height * len(labels) + 56, left=label_width, right=60, bottom=56
+    )
+    ticks = nice_ticks(max(values, default=0.0))
+    top = ticks[-1] if ticks[-1] > 0 else 1.0
+
+    def x_of(v: float) -> float:
+        return frame.left + frame.plot_w * v / top
+
+    parts = _open(chart_id, title, frame)
+    for t in ticks:
+        x = x_of(t)
+        parts.append(
+            f'<line x1="{_num(x)}" x2="{_num(x)}" y1="{frame.top}" y2="{_num(frame.top + frame.plot_h)}" class="grid"/>'
+        )
+        parts.append(
+            f'<text x="{_num(x)}" y="{_num(frame.top + frame.plot_h + 14)}" class="tick" '
+            f'text-anchor="middle">{_esc(x_format(t))}</text>'
+        )
+    for i, (label, value, group) in enumerate(zip(labels, values, groups, strict=True)):
+        y = frame.top + row_height * i
+        colour = PALETTE[names.index(group) % len(PALETTE)]
+        parts.append(
+            f'<text x="{frame.left - 6}" y="{_num(y + row_height * 0.75)}" class="tick" text-anchor="end">{_esc(label)}</text>'
+        )
+        parts.append(
+            f'<rect x="{frame.left}" y="{_num(y + 2)}" width="{_num(max(x_of(value) - frame.left, 0.5))}" '
+            f'height="{row_height - 4}" fill="{colour}"><title>{_esc(label)}: {_esc(x_format(value))}</title></rect>'
+        )
+        parts.append(
+            f'<text x="{_num(x_of(value) + 4)}" y="{_num(y + row_height * 0.75)}" class="tick">{_esc(x_format(value))}</text>'
+        )
+    parts += _legend(frame, names)
+    parts.append("</svg>")
+    return Markup("\n".join(parts))
+
+
+def frontier_chart(
+    chart_id: str,
+    frontier: Sequence[tuple[float, float, str]],
+    marked: Sequence[tuple[float, float, str]],
+    *,
+    title: str,
+    x_format: Callable[[float], str] = lambda v: f"{v:,.1f} h",
+    y_format: Callable[[float], str] = lambda v: f"{v:,.0f}",
+    frame: Frame | None = None,
+) -> Markup:
+    """Cost (y) against time (x): the frontier as a line of labelled points, and marked points
+    (e.g. now and the plan) drawn over it in their own colours."""
+    frame = frame or Frame(width=560, height=260)
+    xs = [p[0] for p in (*frontier, *marked)]
+    ys = [p[1] for p in (*frontier, *marked)]
+    y_ticks = nice_ticks(max(ys, default=0.0))
+    x_ticks = nice_ticks(max(xs, default=0.0))
+
+    def x_of(v: float) -> float:
+        return frame.left + frame.plot_w * v / (x_ticks[-1] or 1.0)
+
+    parts = _open(chart_id, title, frame) + _y_axis(frame, y_ticks, y_format)
+    for t in x_ticks:
+        parts.append(
+            f'<text x="{_num(x_of(t))}" y="{frame.height - frame.bottom + 16}" class="tick" '
+            f'text-anchor="middle">{_esc(x_format(t))}</text>'
+        )
+    colour = PALETTE[len(marked) % len(PALETTE)]  # the legend's colour for the frontier
+    points = [(x_of(x), frame.y(y, y_ticks[-1]), label, x, y) for x, y, label in frontier]
+    if len(points) > 1:
+        line = " ".join(f"{_num(px)},{_num(py)}" for px, py, *_ in points)
+        parts.append(f'<polyline points="{line}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
+    for px, py, label, x, y in points:
+        parts.append(
+            f'<circle cx="{_num(px)}" cy="{_num(py)}" r="3" fill="{colour}">'
+            f"<title>{_esc(label)}: {_esc(x_format(x))}, {_esc(y_format(y))}</title></circle>"
+        )
+    for k, (x, y, label) in enumerate(marked):
+        px, py = x_of(x), frame.y(y, y_ticks[-1])
+        parts.append(
+            f'<circle cx="{_num(px)}" cy="{_num(py)}" r="6" fill="none" stroke="{PALETTE[k % len(PALETTE)]}" '
+            f'stroke-width="2.5"><title>{_esc(label)}: {_esc(x_format(x))}, {_esc(y_format(y))}</title></circle>'
+        )
+    parts += _legend(frame, [*(label for *_, label in marked), "cost-time frontier"], None)
+    parts.append("</svg>")
+    return Markup("\n".join(parts))

@@ -15,6 +15,7 @@ from typing import Any
 
 import duckdb
 
+from athanor.publish.gpu_section import GpuPlanRow, load_gpu_plan
 from athanor.warehouse import sql
 
 PERIOD_DAYS = 30  # "this period": the 30 days ending on as_of, compared with the 30 before
@@ -264,6 +265,7 @@ class ReportData:
     storage: list[StorageCell] = field(default_factory=list)
     prefixes: list[PrefixUsage] = field(default_factory=list)
     dq: list[DQResult] | None = None  # None: no dq_results table in this warehouse
+    gpu_plan: list[GpuPlanRow] = field(default_factory=list)  # one row per workload class
 
     @property
     def as_of(self) -> date:
@@ -281,7 +283,7 @@ class ReportData:
 
     @property
     def mix(self) -> list[Recommendation]:
-        return [r for r in self.recommendations if r.kind != "lifecycle"]
+        return [r for r in self.recommendations if r.kind not in ("lifecycle", "gpu_choice")]
 
     @property
     def dq_failed(self) -> list[DQResult]:
@@ -444,4 +446,5 @@ def load_report_data(con: duckdb.DuckDBPyConnection, as_of: date, run_id: str) -
         storage=storage,
         prefixes=prefixes,
         dq=dq,
+        gpu_plan=load_gpu_plan(con, as_of, run_id),
     )

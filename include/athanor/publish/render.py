@@ -12,7 +12,7 @@ import numpy as np
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from athanor.publish import charts
+from athanor.publish import charts, gpu_section
 from athanor.publish.artifacts import published
 from athanor.publish.data import (
     AGE_BANDS,
@@ -340,6 +340,8 @@ def render_html(data: ReportData) -> str:
             backtest_table=dict(backtest_table),
             duration_charts=durations,
             storage_chart=storage_chart(data),
+            gpu_unit_cost_chart=gpu_section.unit_cost_chart(),
+            gpu_frontiers=gpu_section.frontier_charts(data.gpu_plan),
             dq_status=dq_status(data),
             dq_rows=dq_rows,
             lifecycle_savings=sum(r.estimated_monthly_savings_amount or 0 for r in data.lifecycle),
