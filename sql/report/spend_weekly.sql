@@ -5,9 +5,29 @@ with charges as (
     select
         cast(date_trunc('week', charge_period_start) as date) as week,
         billing_currency as currency,
-        coalesce(pricing_category, 'Unknown') as pricing_category,
+        -- FOCUS leaves PricingCategory empty on purchases, taxes and credits: say which they are.
+        coalesce(
+            pricing_category,
+            case charge_category
+                when 'Purchase' then 'Commitment purchases'
+                when 'Tax' then 'Tax'
+                when 'Credit' then 'Credits'
+                when 'Adjustment' then 'Adjustments'
+            end,
+            'Other ' || lower(coalesce(charge_category, 'charges'))
+        ) as pricing_category,
         coalesce(nullif(tags['team'], ''), '(untagged)') as team,
-        coalesce(x_instance_family, '(not an instance)') as instance_family,
+        -- Lines that are no instance-hours, by what they are instead.
+        coalesce(
+            x_instance_family,
+            case
+                when charge_category in ('Tax', 'Credit', 'Adjustment') then 'Tax and credits'
+                when charge_category = 'Purchase' or commitment_discount_status = 'Unused' then 'Commitment fees'
+                when service_category = 'Storage' then 'Storage'
+                when service_category = 'Networking' then 'Data transfer'
+                else 'Other services'
+            end
+        ) as instance_family,
         coalesce(service_name, '(unknown)') as service,
         effective_cost
     from billing_facts

@@ -52,6 +52,42 @@ RECOMMENDATION_FIELDS = (
     "as_of",
 )
 
+# recommendations.csv is for reading and spreadsheets: flat columns, no cell longer than
+# MAX_CSV_CELL characters (Excel stops at 32,767); the full detail and assumptions are in
+# recommendations.json only.
+MAX_CSV_CELL = 400
+RECOMMENDATION_CSV_FIELDS = (
+    "kind",
+    "label",
+    "part_of",
+    "scope",
+    "action",
+    "recommended_quantity",
+    "hourly_commitment",
+    "term_months",
+    "upfront_cost",
+    "recurring_monthly_cost",
+    "current_monthly_cost",
+    "estimated_monthly_cost",
+    "estimated_monthly_savings_amount",
+    "estimated_savings_percentage",
+    "billed_monthly_cost",
+    "saving_basis",
+    "touches",
+    "average_utilization",
+    "coverage",
+    "break_even_months",
+    "risk",
+    "run_id",
+    "as_of",
+)
+HOW_COUNTED = (
+    "Each action is counted once. The fleet mix and checkpoint storage rows are the totals of the "
+    "actions under them (part_of names the total), so the headline adds the actions and leaves the "
+    "totals out; the mix's actions are steps from today's bill to the plan, one after the other, so "
+    "they add up to the mix's saving exactly."
+)
+
 CONTENT_TYPES = {
     ".html": "text/html; charset=utf-8",
     ".json": "application/json",
@@ -129,11 +165,15 @@ def recommendations_document(data: ReportData) -> dict[str, Any]:
                     }
                     for c in data.spend.by_currency
                 ],
+                "monthly_savings_amount": data.headline_saving,
+                "monthly_savings_how_counted": HOW_COUNTED,
                 "top_actions": [
                     {
                         "kind": r.kind,
                         "scope": r.scope,
+                        "part_of": r.part_of,
                         "estimated_monthly_savings_amount": r.estimated_monthly_savings_amount,
+                        "saving_basis": r.saving_basis,
                     }
                     for r in data.top_actions
                 ],
@@ -185,10 +225,33 @@ def _records(path: Path, items: Sequence[Any], columns: Sequence[str]) -> Path:
     return write_csv(path, columns, ([getattr(i, c) for c in columns] for i in items))
 
 
+def _csv_values(r: Any) -> list[Any]:
+    touches = r.touches
+    listed = (
+        ", ".join(touches)
+        if len(touches) <= 8
+        else f"{len(touches)} resources (listed in recommendations.json)"
+    )
+    flat = {"label": r.label, "part_of": r.part_of, "billed_monthly_cost": r.billed_monthly_cost,
+            "saving_basis": r.saving_basis, "touches": listed}  # fmt: skip
+    return [flat[name] if name in flat else getattr(r, name) for name in RECOMMENDATION_CSV_FIELDS]
+
+
+def _short(value: Any) -> Any:
+    """A text cell cut to MAX_CSV_CELL characters, saying where the rest is."""
+    if isinstance(value, str) and len(value) > MAX_CSV_CELL:
+        return value[: MAX_CSV_CELL - 40].rstrip() + " … (in full in recommendations.json)"
+    return value
+
+
 def write_csvs(data: ReportData, out_dir: Path) -> list[Path]:
     """One CSV per table of the report."""
     return [
-        _records(out_dir / "recommendations.csv", data.recommendations, RECOMMENDATION_FIELDS),
+        write_csv(
+            out_dir / "recommendations.csv",
+            RECOMMENDATION_CSV_FIELDS,
+            ([_short(v) for v in _csv_values(r)] for r in data.recommendations),
+        ),
         _records(
             out_dir / "spend_weekly.csv",
             data.weekly_spend,
@@ -264,7 +327,20 @@ def write_csvs(data: ReportData, out_dir: Path) -> list[Path]:
 
 def lifecycle_by_bucket(data: ReportData) -> dict[str, dict[str, Any]]:
     """Lifecycle rules merged per bucket: a bucket holds one configuration, PutBucketLifecycleConfiguration
-    replaces it whole, so the rules of every prefix of a bucket must travel together."""
+    replaces it whole, so the rules of every prefix of a bucket must travel together.
+
+    The checkpoint-storage total carries each bucket's configuration as the recommender merged it
+    (with the rules the bucket already had, as `--apply` would put it); without it, the prefixes'
+    own rules are merged here. A bucket with no rule gets no file (S3 refuses an empty one).
+    """
+    total = next((r for r in data.recommendations if r.kind == "storage"), None)
+    merged = (total.detail or {}).get("lifecycle_configurations") if total else None
+    if isinstance(merged, dict) and merged:
+        return {
+            str(bucket): {"Rules": list(config.get("Rules", []))}
+            for bucket, config in sorted(merged.items())
+            if isinstance(config, dict) and config.get("Rules")
+        }
     buckets: dict[str, dict[str, Any]] = {}
     for r in data.lifecycle:
         config = r.lifecycle_configuration

@@ -34,11 +34,11 @@ class Frame:
     """Plot area inside the SVG canvas (pixels)."""
 
     width: int = 760
-    height: int = 300
-    left: int = 70
+    height: int = 330
+    left: int = 84
     right: int = 16
     top: int = 36
-    bottom: int = 56
+    bottom: int = 84
 
     @property
     def plot_w(self) -> float:
@@ -71,13 +71,32 @@ def nice_ticks(y_max: float, count: int = 5) -> list[float]:
     return [i * step for i in range(int(round(top / step)) + 1)]
 
 
-def _open(chart_id: str, title: str, frame: Frame) -> list[str]:
-    return [
+def _open(chart_id: str, title: str, frame: Frame, x_title: str = "", y_title: str = "") -> list[str]:
+    out = [
         f'<svg id="{_esc(chart_id)}" class="chart" xmlns="http://www.w3.org/2000/svg" '
         f'viewBox="0 0 {frame.width} {frame.height}" role="img" aria-label="{_esc(title)}">',
         f"<title>{_esc(title)}</title>",
         f'<text x="{frame.left}" y="16" class="chart-title">{_esc(title)}</text>',
     ]
+    return out + _axis_titles(frame, x_title, y_title)
+
+
+def _axis_titles(frame: Frame, x_title: str, y_title: str) -> list[str]:
+    """What each axis measures, in words: under the x labels, and up the left edge."""
+    out = []
+    if x_title:
+        x = frame.left + frame.plot_w / 2
+        y = frame.height - frame.bottom + 34
+        out.append(
+            f'<text x="{_num(x)}" y="{y}" class="axis-title" text-anchor="middle">{_esc(x_title)}</text>'
+        )
+    if y_title:
+        y = frame.top + frame.plot_h / 2
+        out.append(
+            f'<text x="14" y="{_num(y)}" class="axis-title" text-anchor="middle" '
+            f'transform="rotate(-90 14 {_num(y)})">{_esc(y_title)}</text>'
+        )
+    return out
 
 
 def _y_axis(frame: Frame, ticks: Sequence[float], fmt: Callable[[float], str]) -> list[str]:
@@ -105,11 +124,14 @@ def _x_labels(frame: Frame, labels: Sequence[str], centres: Sequence[float]) -> 
 
 
 def _legend(frame: Frame, names: Sequence[str], kinds: Sequence[str] | None = None) -> list[str]:
+    # Under the axis title; a second row when the names do not fit in one.
     out, x = [], float(frame.left)
-    y = frame.height - 14
+    y = frame.height - frame.bottom + 52
     for i, name in enumerate(names):
         colour = PALETTE[i % len(PALETTE)]
         kind = kinds[i] if kinds else "box"
+        if x > frame.left and x + 16 + 7 * len(str(name)) > frame.width - frame.right:
+            x, y = float(frame.left), y + 15
         if kind == "line":
             out.append(
                 f'<line x1="{_num(x)}" x2="{_num(x + 12)}" y1="{y - 4}" y2="{y - 4}" stroke="{colour}" stroke-width="2.5"/>'
@@ -129,6 +151,8 @@ def stacked_bars(
     title: str,
     y_format: Callable[[float], str] = lambda v: f"{v:,.0f}",
     frame: Frame | None = None,
+    x_title: str = "",
+    y_title: str = "",
 ) -> Markup:
     """Vertical bars, one per x label, stacked by series (negative values count as 0)."""
     frame = frame or Frame()
@@ -137,7 +161,7 @@ def stacked_bars(
     ticks = nice_ticks(max(totals, default=0.0))
     slot = frame.plot_w / max(len(x_labels), 1)
     bar_w = max(slot * 0.7, 1.0)
-    parts = _open(chart_id, title, frame) + _y_axis(frame, ticks, y_format)
+    parts = _open(chart_id, title, frame, x_title, y_title) + _y_axis(frame, ticks, y_format)
     centres = []
     for i, label in enumerate(x_labels):
         x = frame.left + slot * i + (slot - bar_w) / 2
@@ -168,6 +192,8 @@ def line_chart(
     y_format: Callable[[float], str] = lambda v: f"{v:,.0f}",
     y_max: float | None = None,
     frame: Frame | None = None,
+    x_title: str = "",
+    y_title: str = "",
 ) -> Markup:
     """Lines over categorical x labels; a None value breaks the line."""
     frame = frame or Frame()
@@ -175,7 +201,7 @@ def line_chart(
     ticks = nice_ticks(y_max if y_max is not None else max(values, default=0.0))
     slot = frame.plot_w / max(len(x_labels), 1)
     centres = [frame.left + slot * (i + 0.5) for i in range(len(x_labels))]
-    parts = _open(chart_id, title, frame) + _y_axis(frame, ticks, y_format)
+    parts = _open(chart_id, title, frame, x_title, y_title) + _y_axis(frame, ticks, y_format)
     for k, (name, ys) in enumerate(series.items()):
         colour = PALETTE[k % len(PALETTE)]
         segment: list[str] = []
@@ -215,6 +241,8 @@ def histogram(
     markers: Sequence[tuple[float, str]] = (),
     y_format: Callable[[float], str] = lambda v: f"{v:.2f}",
     frame: Frame | None = None,
+    x_title: str = "",
+    y_title: str = "",
 ) -> Markup:
     """Stacked histogram on a numeric x axis (bin `edges`), an optional curve and vertical markers.
 
@@ -233,7 +261,7 @@ def histogram(
     totals = [sum(stacks[n][i] for n in names) for i in range(n_bins)]
     curve_max = max((y for y in curve[1] if math.isfinite(y)), default=0.0) if curve else 0.0
     ticks = nice_ticks(max(max(totals, default=0.0), curve_max))
-    parts = _open(chart_id, title, frame) + _y_axis(frame, ticks, y_format)
+    parts = _open(chart_id, title, frame, x_title, y_title) + _y_axis(frame, ticks, y_format)
     for i in range(n_bins):
         x0, x1 = x_of(edges[i]), x_of(edges[i + 1])
         base = 0.0

@@ -16,12 +16,26 @@ from typing import Any
 import duckdb
 
 from athanor.publish.gpu_section import GpuPlanRow, load_gpu_plan
+from athanor.recommend.nightly import ALTERNATIVES, TOTALS
 from athanor.warehouse import sql
 
 PERIOD_DAYS = 30  # "this period": the 30 days ending on as_of, compared with the 30 before
 WEEKS = 13  # a quarter of weekly history in the spend charts
 MAX_DURATION_GROUPS = 12  # histograms drawn; the fits table lists every group
 TOP_PREFIXES = 15
+# The storage rows; every other kind belongs to the purchase mix (or stands alone).
+STORAGE_ROWS = ("lifecycle", "ebs", "storage")
+KIND_LABELS = {
+    "mix": "Fleet mix (total)",
+    "reserved_instances": "Reserved instances",
+    "savings_plan": "Savings plan",
+    "spot": "Spot",
+    "checkpointing": "Checkpointing",
+    "gpu_choice": "GPU choice",
+    "lifecycle": "S3 lifecycle",
+    "ebs": "EBS clean-up",
+    "storage": "Checkpoint storage (total)",
+}
 AGE_BANDS = ("< 30 d", "30–90 d", "90–180 d", "180–365 d", "> 1 y", "unknown")
 SPEND_DIMENSIONS = ("pricing_category", "team", "instance_family", "service")
 
@@ -90,6 +104,51 @@ class Recommendation:
             return None
         config = self.detail.get("lifecycle_configuration")
         return config if isinstance(config, dict) else None
+
+    def _detail(self, key: str) -> Any:
+        return self.detail.get(key) if isinstance(self.detail, dict) else None
+
+    @property
+    def is_total(self) -> bool:
+        """A row that adds up other rows of the run (the fleet mix, checkpoint storage)."""
+        return self.kind in TOTALS
+
+    @property
+    def is_alternative(self) -> bool:
+        """Prices another way to run the same GPU-hours as the mix: never added to it."""
+        return self.kind in ALTERNATIVES
+
+    @property
+    def part_of(self) -> str | None:
+        """The kind of the total this row is a part of (None: it stands alone)."""
+        return next((total for total, parts in TOTALS.items() if self.kind in parts), None)
+
+    @property
+    def touches(self) -> list[str]:
+        """What the action changes, as the bill names it: pools, buckets, volumes, snapshots."""
+        found = self._detail("touches")
+        return [str(t) for t in found] if isinstance(found, list) else []
+
+    @property
+    def billed_monthly_cost(self) -> float | None:
+        """What the bill charged what the action touches, a month (None: the bill names none of it)."""
+        return _float(self._detail("billed_monthly_cost"))
+
+    @property
+    def saving_basis(self) -> str | None:
+        """How the saving relates to the bill: within it, capped at it, or an estimate."""
+        basis = self._detail("saving_basis")
+        return str(basis) if basis else None
+
+    @property
+    def is_estimate(self) -> bool:
+        """Priced from inventory list prices because the bill does not name what it touches."""
+        return bool(self.saving_basis and "estimate" in self.saving_basis)
+
+    @property
+    def label(self) -> str:
+        """The kind in words: 'Reserved instances', 'EBS clean-up'."""
+        return KIND_LABELS.get(self.kind, self.kind.replace("_", " ").capitalize())
 
 
 @dataclass(frozen=True)
@@ -272,9 +331,33 @@ class ReportData:
         return self.windows.as_of
 
     @property
+    def actions(self) -> list[Recommendation]:
+        """Every action with a monthly saving, each counted once: the rows that total others (the
+        fleet mix, checkpoint storage) are left out, their parts are in; so are the alternatives
+        (another GPU type, checkpointing), which would change the GPU-hours the mix already plans."""
+        return [
+            r
+            for r in self.recommendations
+            if not r.is_total and not r.is_alternative and r.estimated_monthly_savings_amount is not None
+        ]
+
+    @property
+    def alternatives(self) -> list[Recommendation]:
+        """Other ways to run the GPU-hours the mix plans: shown, never added to the headline."""
+        return [r for r in self.recommendations if r.is_alternative]
+
+    @property
+    def headline_saving(self) -> float | None:
+        """The monthly saving of all actions together: the sum of non-overlapping actions."""
+        actions = self.actions
+        if not actions:
+            return None
+        return round(sum(r.estimated_monthly_savings_amount or 0.0 for r in actions), 2)
+
+    @property
     def top_actions(self) -> list[Recommendation]:
-        """The three actions that save the most per month (positive savings only)."""
-        saving = [r for r in self.recommendations if (r.estimated_monthly_savings_amount or 0) > 0]
+        """The three actions that save the most per month (positive savings, totals left out)."""
+        saving = [r for r in self.actions if (r.estimated_monthly_savings_amount or 0) > 0]
         return sorted(saving, key=lambda r: -(r.estimated_monthly_savings_amount or 0))[:3]
 
     @property
@@ -282,8 +365,23 @@ class ReportData:
         return [r for r in self.recommendations if r.kind == "lifecycle"]
 
     @property
+    def storage_actions(self) -> list[Recommendation]:
+        """The checkpoint-storage rows: lifecycle per prefix, the EBS clean-up, their total."""
+        return [r for r in self.recommendations if r.kind in STORAGE_ROWS]
+
+    @property
     def mix(self) -> list[Recommendation]:
-        return [r for r in self.recommendations if r.kind not in ("lifecycle", "gpu_choice")]
+        """The purchase-mix rows: its actions first, their total last."""
+        rows = [r for r in self.recommendations if r.kind not in STORAGE_ROWS and r.kind != "gpu_choice"]
+        # The mix's actions, then their total, then what is not added to it.
+        return sorted(rows, key=lambda r: 0 if r.part_of else 1 if r.is_total else 2)
+
+    @property
+    def mix_attribution(self) -> dict[str, Any] | None:
+        """The fleet mix's baseline, its parts and where the money goes (`recommend.attribution`)."""
+        total = next((r for r in self.recommendations if r.kind == "mix"), None)
+        found = total._detail("attribution") if total else None
+        return found if isinstance(found, dict) else None
 
     @property
     def dq_failed(self) -> list[DQResult]:

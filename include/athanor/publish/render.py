@@ -43,6 +43,14 @@ DIMENSION_TITLES = {
     "service": "service",
 }
 PRICING_LABELS = {"Standard": "Standard (on-demand)", "Dynamic": "Dynamic (spot)", "Committed": "Committed"}
+OPTION_LABELS = {
+    "reserved": "Reserved instances (held and new)",
+    "savings_plan": "Savings plans",
+    "spot": "Spot",
+    "on_demand": "On-demand",
+    "committed": "Commitments the bill does not name",
+    "other": "Other",
+}
 
 
 # ---------------------------------------------------------------- formatting
@@ -123,6 +131,41 @@ def _weeks(data: ReportData) -> list[date]:
     return weeks
 
 
+def week_label(week: date, as_of: date) -> str:
+    """'Nov 23'; the week the report's day falls in says how much of it there is: 'Nov 30 (1 day)'."""
+    days = (as_of - week).days + 1
+    text = week.strftime("%b %d")
+    return text if days >= 7 else f"{text} ({days} day{'s' if days > 1 else ''})"
+
+
+def partial_week_days(data: ReportData) -> int | None:
+    """Days of the last week shown, when it is not a whole week yet."""
+    days = data.as_of.weekday() + 1  # Monday to the report's day, both included
+    return days if days < 7 else None
+
+
+def commitment_label(commitment: Any) -> str:
+    """A commitment as a reader knows it: its name, or for a bare ARN its type, short id and account."""
+    name = commitment.name or ""
+    if name and not name.startswith("arn:"):
+        return name
+    arn = commitment.commitment_discount_id or name
+    parts = arn.split(":")
+    if len(parts) >= 6 and parts[0] == "arn":
+        account, resource = parts[4], parts[5]
+        short = resource.rsplit("/", 1)[-1][:8]
+        kind = commitment.type or resource.split("/", 1)[0].replace("-", " ")
+        return f"{kind} {short}… (account {account})" if account else f"{kind} {short}…"
+    return arn or "—"
+
+
+def is_synthetic(scenario: str) -> bool:
+    """A backtest on generated demand (`backtest_synthetic`), not on the warehouse's own pools."""
+    from athanor.recommend.backtest_synthetic import SYNTHETIC_SCENARIOS
+
+    return scenario.startswith("synthetic:") or scenario in SYNTHETIC_SCENARIOS
+
+
 def spend_charts(data: ReportData) -> list[Chart]:
     """One stacked weekly chart per spend dimension (top labels, the rest as Other), and per
     billing currency when there are several: a bar never stacks two currencies."""
@@ -145,7 +188,8 @@ def _spend_charts(data: ReportData, currency: str, suffix: str) -> list[Chart]:
         for row in data.weekly_spend:
             if row.currency == currency and row.dimension == dimension and row.week in index:
                 by_label[row.label][index[row.week]] += row.cost
-        ranked = sorted(by_label, key=lambda k: (-sum(by_label[k]), k))
+        # A label that cost nothing in any week (a line kind with zero cost) has nothing to show.
+        ranked = sorted((k for k in by_label if any(by_label[k])), key=lambda k: (-sum(by_label[k]), k))
         series: dict[str, list[float]] = {}
         for label in ranked[:TOP_LABELS]:
             name = PRICING_LABELS.get(label, label) if dimension == "pricing_category" else label
@@ -159,10 +203,12 @@ def _spend_charts(data: ReportData, currency: str, suffix: str) -> list[Chart]:
                 chart_id,
                 charts.stacked_bars(
                     chart_id,
-                    [w.strftime("%b %d") for w in weeks],
+                    [week_label(w, data.as_of) for w in weeks],
                     series,
                     title=title,
                     y_format=lambda v, currency=currency: money(v, currency=currency),
+                    x_title="Week starting Monday (UTC)",
+                    y_title=f"Effective cost ({currency})",
                 ),
             )
         )
@@ -191,30 +237,45 @@ def commitment_chart(data: ReportData) -> Chart | None:
         "chart-commitments",
         charts.line_chart(
             "chart-commitments",
-            [week.strftime("%b %d") for week in weeks],
+            [week_label(week, data.as_of) for week in weeks],
             series,
             title="Commitment utilisation and coverage per week",
             y_format=lambda v: f"{v:.0f} %",
             y_max=100.0,
+            x_title="Week starting Monday (UTC)",
+            y_title="Share (%)",
         ),
     )
 
 
-def backtest_chart(data: ReportData) -> Chart | None:
-    if not data.backtest:
+def backtest_chart(data: ReportData, synthetic: bool = False) -> Chart | None:
+    """Total cost by policy over the scored months: the warehouse's own pools (the real
+    backtest), or with `synthetic` the generated demand shapes, never the two added together."""
+    rows = [r for r in data.backtest if is_synthetic(r.scenario) == synthetic]
+    if not rows:
         return None
     totals: dict[str, float] = defaultdict(float)
-    for row in data.backtest:
+    for row in rows:
         totals[row.policy] += row.cost_usd  # USD: the backtest prices the USD billing
     policies = sorted(totals, key=lambda p: (p != "on_demand", p))
+    months = max(r.months for r in rows)
+    scenarios = len({r.scenario for r in rows})
+    chart_id = "chart-backtest-synthetic" if synthetic else "chart-backtest"
+    title = (
+        f"Synthetic scenarios (generated demand, not your bill): {scenarios} shapes, total cost by policy"
+        if synthetic
+        else f"Backtest on your {scenarios} pools, {months} scored month{'s' if months != 1 else ''}: total cost by policy"
+    )
     return Chart(
-        "chart-backtest",
+        chart_id,
         charts.stacked_bars(
-            "chart-backtest",
+            chart_id,
             policies,
             {"total cost over the scored months": [totals[p] for p in policies]},
-            title="Backtest: total cost by policy, all scenarios",
+            title=title,
             y_format=money,
+            x_title="Commitment policy",
+            y_title="Cost over the scored months (USD)",
         ),
     )
 
@@ -257,7 +318,9 @@ def duration_chart(index: int, group: DurationGroup) -> Chart:
             x_ticks=DURATION_TICKS,
             markers=((HOURS_48_LOG10, "48 h"),),
             y_format=lambda v: f"{v:.2f}",
-            frame=charts.Frame(width=560, height=260),
+            frame=charts.Frame(width=560, height=280),
+            x_title="Job duration (log scale)",
+            y_title="Density per log10(hours)",
         ),
     )
 
@@ -278,6 +341,8 @@ def storage_chart(data: ReportData) -> Chart | None:
             series,
             title="Checkpoint storage by age and storage class (GB)",
             y_format=lambda v: f"{v:,.0f} GB",
+            x_title="Age of the object version",
+            y_title="Stored (GB)",
         ),
     )
 
@@ -324,7 +389,8 @@ def render_html(data: ReportData) -> str:
     durations = [duration_chart(i, g) for i, g in enumerate(data.durations[:MAX_DURATION_GROUPS])]
     backtest_policies = sorted({r.policy for r in data.backtest}, key=lambda p: (p != "on_demand", p))
     backtest_table: dict[str, dict[str, Any]] = defaultdict(dict)
-    for row in data.backtest:
+    # The real backtest (the warehouse's pools) first, the synthetic scenarios after it.
+    for row in sorted(data.backtest, key=lambda r: (is_synthetic(r.scenario), r.scenario)):
         backtest_table[row.scenario][row.policy] = row
     dq_rows = sorted(data.dq or [], key=lambda r: (r.success, (r.severity or ""), r.rule))
     return (
@@ -336,6 +402,12 @@ def render_html(data: ReportData) -> str:
             spend_charts=spend_charts(data),
             commitment_chart=commitment_chart(data),
             backtest_chart=backtest_chart(data),
+            synthetic_chart=backtest_chart(data, synthetic=True),
+            is_synthetic=is_synthetic,
+            commitment_label=commitment_label,
+            partial_week_days=partial_week_days(data),
+            attribution=data.mix_attribution,
+            option_labels=OPTION_LABELS,
             backtest_policies=backtest_policies,
             backtest_table=dict(backtest_table),
             duration_charts=durations,
@@ -344,6 +416,7 @@ def render_html(data: ReportData) -> str:
             gpu_frontiers=gpu_section.frontier_charts(data.gpu_plan),
             dq_status=dq_status(data),
             dq_rows=dq_rows,
-            lifecycle_savings=sum(r.estimated_monthly_savings_amount or 0 for r in data.lifecycle),
+            storage_total=next((r for r in data.recommendations if r.kind == "storage"), None),
+            mix_total=next((r for r in data.recommendations if r.kind == "mix"), None),
         )
     )

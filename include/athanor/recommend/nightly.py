@@ -18,7 +18,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from athanor.recommend import mix, spot
+from athanor.recommend import attribution, mix, spot
 from athanor.recommend.backtest import backtest, backtest_synthetic_scenarios
 from athanor.reference import HOURS_PER_MONTH, HOURS_PER_YEAR, instance, spot_advice
 from athanor.warehouse import insert_rows, sql, transaction
@@ -144,15 +144,74 @@ def recommend_purchases(
         gpus_per_unit_by_pool=gpus_per_unit,
     )
     summary = rec.to_dict()
-    summary["explanation"] = mix.explain(rec)
+    parts = attribution.mix_parts(
+        window,
+        classes,
+        rec,
+        current_bill_usd=current_bill,
+        **billed_gpu_pools(con, start, end),
+        existing_by_pool=existing,
+        gpus_per_unit_by_pool=gpus_per_unit,
+        prices=prices,
+    )
+    summary["attribution"] = parts.to_dict()
+    summary["explanation"] = one_baseline(mix.explain(rec), rec)
     backtests = _backtests(con, as_of, a)
     _store_mix(con, run_id, as_of, rec, summary, a, backtests)
     return {
         "pools": len(rec.pools),
-        "estimated_monthly_savings_amount": round(rec.estimated_monthly_savings_amount, 2),
-        "estimated_savings_percentage": round(rec.estimated_savings_percentage, 1),
+        "estimated_monthly_savings_amount": round(parts.saving_usd, 2),
+        "estimated_savings_percentage": round(100 * parts.saving_usd / current_bill, 1)
+        if current_bill
+        else 0.0,
         "explanation": summary["explanation"],
     }
+
+
+def billed_gpu_pools(
+    con: duckdb.DuckDBPyConnection, start: datetime, end: datetime
+) -> dict[str, dict[str, float]]:
+    """The current bill of the GPU pools over [start, end), a month: by pool and by pricing model."""
+    scale = HOURS_PER_MONTH / ((end - start).total_seconds() / 3600)
+    by_pool: dict[str, float] = {}
+    by_option: dict[str, float] = {}
+    for pool, model, cost in con.execute(
+        sql("marts/gpu_bill_by_option"), {"window_start": start, "window_end": end}
+    ).fetchall():
+        by_pool[pool] = by_pool.get(pool, 0.0) + float(cost) * scale
+        by_option[model] = by_option.get(model, 0.0) + float(cost) * scale
+    return {"billed_by_pool": by_pool, "billed_by_option": by_option}
+
+
+def one_baseline(explanation: str, rec: mix.MixRecommendation) -> str:
+    """The explanation with its what-ifs measured on the one baseline it states: today's bill.
+
+    The mix's sensitivity is against on-demand prices; said next to a saving against the bill,
+    it read as a second baseline. A scenario's bill is today's, scaled to the scenario's demand.
+    """
+    head, found, _ = explanation.partition("If demand falls 20%")
+    if not found:
+        return explanation
+    bill = rec.current_monthly_bill_usd
+    base_od = rec.sensitivity["base"]["on_demand_monthly_cost"]
+
+    def against_bill(name: str) -> str:
+        scenario = rec.sensitivity[name]
+        scaled = bill * scenario["on_demand_monthly_cost"] / base_od if base_od else bill
+        saving = scaled - scenario["estimated_monthly_cost"]
+        return f"${saving:,.0f} a month ({100 * saving / scaled:.0f}% of that bill)" if scaled else "nothing"
+
+    tail = explanation.partition("If demand falls 20%")[2]
+    rest = tail.partition(". ")[2] if ". " in tail else ""
+    return (
+        head
+        + "Against today's bill scaled to the same demand: if demand falls 20%, the plan saves "
+        + against_bill("demand_drops_20pct")
+        + "; if spot interruptions double, "
+        + against_bill("interruption_rates_double")
+        + "."
+        + (f" {rest}" if rest else "")
+    )
 
 
 def commitments_held(
@@ -180,10 +239,13 @@ def _backtests(con: duckdb.DuckDBPyConnection, as_of: date, a: PricingAssumption
         hours = pd.date_range(g["hour"].min().floor("D"), end, freq="h", inclusive="left")
         series = g.set_index("hour")["units"].reindex(hours, fill_value=0.0).fillna(0.0)
         od = float(g["on_demand_rate_usd"].iloc[0])
-        frames.append(backtest(series, od, od * a.one_year_ratio).assign(scenario=f"demo:{pool}"))
+        frames.append(backtest(series, od, od * a.one_year_ratio).assign(scenario=f"pool:{pool}"))
     # The same rule on generated demand shapes the warehouse may not have seen yet.
     od = SYNTHETIC_SCENARIO_ON_DEMAND_RATE
-    frames.append(backtest_synthetic_scenarios(od, od * a.one_year_ratio))
+    synthetic = backtest_synthetic_scenarios(od, od * a.one_year_ratio)
+    if not synthetic.empty:  # named so that no reader takes them for the warehouse's own pools
+        synthetic["scenario"] = "synthetic:" + synthetic["scenario"].astype(str)
+    frames.append(synthetic)
     table = pd.concat([f for f in frames if not f.empty], ignore_index=True) if frames else pd.DataFrame()
     return (
         table.rename(
@@ -253,6 +315,85 @@ def store_recommendations(
     )
     rows = [{"run_id": run_id, "as_of": as_of, **asdict(r)} for r in recommendations]
     insert_rows(con, "recommendations", rows)
+
+
+# The rows that are parts of the `mix` row: their savings add up to its saving.
+MIX_PARTS = ("spot", "reserved_instances", "savings_plan")
+# Rows that total others (kind -> the kinds of its parts): a headline counts the parts or the
+# total, never both.
+TOTALS = {"mix": MIX_PARTS, "storage": ("lifecycle", "ebs")}
+# Rows that price another way to run the same GPU-hours the mix plans (what checkpointing would
+# unlock, another GPU type): shown, never added to the mix's saving or a headline.
+ALTERNATIVES = ("checkpointing", "gpu_choice")
+
+
+def _cents(value: float) -> float:
+    return float(Decimal(str(round(value, 2))))
+
+
+def attribute_mix(rows: list[tuple], parts: dict[str, Any] | None, rec: mix.MixRecommendation) -> list[tuple]:
+    """The mix's rows with the savings of `attribution.mix_parts`, on its one baseline.
+
+    Each action row (spot, a pool's reservation, the savings plan) carries its step of the chain
+    from today's bill to the plan, at most the bill of the pools it touches; the `mix` row is their
+    sum, to the cent. A row's own saving against on-demand stays in its detail. Rows are the
+    17-field tuples `_store_mix` builds (kind, scope, action, ..., current, savings, pct, ..., detail).
+    """
+    if not parts:
+        return rows
+    billed = parts["billed_by_pool"]
+    by_key = {(p["kind"], p["scope"]): p for p in parts["parts"]}
+    out, total = [], 0.0
+
+    def as_part(row: tuple, part: dict[str, Any]) -> tuple:
+        nonlocal total
+        current = _cents(sum(billed.get(pool, 0.0) for pool in part["pools"]))
+        saving = _cents(part["saving"])
+        basis = "a step of the fleet mix, measured on today's bill"
+        if saving > current:
+            saving, basis = current, basis + "; capped at the bill of the pools it touches"
+        total += saving
+        detail = dict(row[16] or {})
+        if row[10] is not None:
+            detail["saving_vs_on_demand_over_term"] = row[10]
+        detail.update(
+            part_of="mix",
+            touches=list(part["pools"]),
+            billed_monthly_cost=current,
+            estimated_monthly_savings_amount=saving,
+            saving_basis=basis,
+        )
+        pct = 100 * saving / current if current else None
+        return (*row[:8], current - saving, current, saving, pct, *row[12:16], detail)
+
+    for row in rows:
+        part = by_key.get((row[0], row[1])) if row[0] in MIX_PARTS else None
+        if part is not None:
+            out.append(as_part(row, part))
+        elif row[0] in MIX_PARTS:  # an action without a step of its own saves nothing by itself
+            out.append(as_part(row, {"saving": 0.0, "pools": []}))
+        else:
+            out.append(row)
+    spot = by_key.get(("spot", "job classes"))
+    if spot is not None and not any(r[0] == "spot" for r in rows) and abs(spot["saving"]) >= 0.005:
+        empty = (
+            "spot",
+            "job classes",
+            "No job class goes to spot: today's spot work moves to the options below",
+        )
+        out.insert(0, as_part((*empty, *([None] * 13), {}), spot))
+    for i, row in enumerate(out):
+        if row[0] == "mix":
+            bill = _cents(parts["baseline"]["current_monthly_bill"])
+            saving = _cents(total)
+            detail = dict(row[16] or {})
+            detail["how_counted"] = (
+                "the sum of the spot, reservation and savings-plan rows, each a step from today's bill "
+                "to the plan; a headline counts those rows or this total, never both"
+            )
+            out[i] = (*row[:8], bill - saving, bill, saving, 100 * saving / bill if bill else None, *row[12:])
+            out[i] = (*out[i][:16], detail)
+    return out
 
 
 def _store_mix(
@@ -359,6 +500,7 @@ def _store_mix(
             summary,
         )
     )
+    rows = attribute_mix(rows, summary.get("attribution"), rec)
     recommendations = [
         Recommendation(
             kind=kind,
@@ -464,66 +606,157 @@ def recommend_storage(
         for bucket, config in rec.configs.items():
             result = lifecycle.apply_lifecycle(s3_client, bucket, config, artifacts_dir, dry_run=False)
             applied.append(result.to_dict())
-    rows = []
-    for p in rec.prefixes:
-        saving_year = p.before.total - p.after.total
-        if p.chosen == lifecycle.DO_NOTHING.name() or saving_year <= 0:
-            continue
-        rows.append(
-            (
-                "lifecycle",
-                f"s3://{p.bucket}/{p.prefix}",
-                f"Set lifecycle policy '{p.chosen}' on s3://{p.bucket}/{p.prefix}",
-                p.before.total / rec.horizon_months,
-                p.after.total / rec.horizon_months,
-                saving_year,
-                p.to_dict(),
-            )
-        )
-    if rec.ebs and rec.ebs.actions:
-        before, after = rec.ebs.before.total, rec.ebs.after.total
-        rows.append(
-            (
-                "ebs",
-                "EBS volumes and snapshots",
-                f"Clean up {len(rec.ebs.actions)} idle EBS volumes/snapshots",
-                before / rec.horizon_months,
-                after / rec.horizon_months,
-                before - after,
-                rec.ebs.to_dict(),
-            )
-        )
-    summary_detail = {**detail, "applied": applied}
-    recommendations = [
-        Recommendation(
-            kind=kind,
-            scope=scope,
-            action=action,
-            current_monthly_cost=_money(before_m),
-            estimated_monthly_cost=_money(after_m),
-            estimated_monthly_savings_amount=_money(saving_year / rec.horizon_months),
-            estimated_savings_percentage=100.0 * (before_m - after_m) / before_m if before_m else 0.0,
-            risk="protected checkpoints (latest per run, keep-tagged) are never expired",
-            assumptions=json.dumps(detail["assumptions"], default=str),
-            detail=json.dumps(d, default=str),
-        )
-        for kind, scope, action, before_m, after_m, saving_year, d in rows
+    billed = billed_resources(con, as_of)
+    recommendations = _storage_rows(rec, billed, {**detail, "applied": applied})
+    with transaction(con):
+        store_recommendations(con, run_id, as_of, STORAGE_KINDS, recommendations)
+    total = recommendations[-1]
+    return {
+        "buckets": len(rec.configs),
+        "estimated_monthly_savings_amount": float(total.estimated_monthly_savings_amount or 0),
+        "priced_savings_year_usd": round(rec.savings_year_usd, 2),
+        "applied": len(applied),
+    }
+
+
+def billed_resources(con: duckdb.DuckDBPyConnection, as_of: date) -> dict[str, float]:
+    """What the bill charged each resource it names, a month: the planning window's effective
+    cost scaled to a 730-hour month, keyed as `lifecycle.resource_key` names resources."""
+    start, end = _window(as_of)
+    rows = con.execute(sql("marts/billed_resources"), {"window_start": start, "window_end": end}).fetchall()
+    scale = HOURS_PER_MONTH / (PLANNING_WINDOW_DAYS * 24)
+    return {resource: float(cost) * scale for resource, cost, _ in rows}
+
+
+STORAGE_RISK = "protected checkpoints (latest per run, keep-tagged) are never expired"
+
+
+def _storage_rows(rec: Any, billed: dict[str, float], summary: dict[str, Any]) -> list[Recommendation]:
+    """One row per bucket prefix whose policy saves, one for the EBS clean-up, and their total.
+
+    Every saving is held against the bill (`lifecycle.prefix_savings`, `lifecycle.ebs_savings`):
+    at most what the bill charged the bucket or resource it touches, marked an estimate where the
+    bill does not name it. The `storage` row is the sum of the rows above it, to the cent.
+    """
+    from athanor.recommend import lifecycle
+
+    assumptions = json.dumps(rec.assumptions, default=str)
+    rows: list[Recommendation] = []
+    chosen = [
+        p for p in rec.prefixes if p.chosen != lifecycle.DO_NOTHING.name() and p.before.total > p.after.total
     ]
-    recommendations.append(
+    savings = lifecycle.prefix_savings(rec, billed)
+    rules = {bucket: config.get("Rules", []) for bucket, config in rec.configs.items()}
+    for p in chosen:
+        s = savings[(p.bucket, p.prefix)]
+        ours = [
+            r
+            for r in rules.get(p.bucket, [])
+            if str(r.get("Filter", {}).get("Prefix", "")).startswith(p.prefix)
+        ]
+        rows.append(
+            _storage_row(
+                "lifecycle",
+                s.scope,
+                f"Set lifecycle policy '{p.chosen}' on {s.scope}",
+                s,
+                {
+                    **p.to_dict(),
+                    **s.to_dict(),
+                    "part_of": "storage",
+                    "lifecycle_configuration": {"Rules": ours},
+                },
+                assumptions,
+            )
+        )
+    actions = lifecycle.ebs_savings(rec, billed)
+    if actions:
+        current = sum(a.billed_usd if a.billed_usd is not None else a.current_usd for a in actions)
+        saving = sum(a.saving_usd for a in actions)
+        estimated = [a.scope for a in actions if a.billed_usd is None]
+        capped = [a.scope for a in actions if a.capped]
+        basis = f"each action at most what the bill charged its resource ({len(capped)} capped)" + (
+            f"; {len(estimated)} estimated from list prices, not in the bill" if estimated else ""
+        )
+        ebs = lifecycle.BilledSaving(
+            scope="EBS volumes and snapshots",
+            touches=tuple(t for a in actions for t in a.touches),
+            current_usd=current,
+            priced_saving_usd=sum(a.priced_saving_usd for a in actions),
+            billed_usd=sum(a.billed_usd for a in actions if a.billed_usd is not None)
+            if len(estimated) < len(actions)
+            else None,
+            saving_usd=saving,
+            basis=basis,
+        )
+        rows.append(
+            _storage_row(
+                "ebs",
+                ebs.scope,
+                f"Clean up {len(actions)} idle EBS volumes/snapshots",
+                ebs,
+                {
+                    **rec.ebs.to_dict(),
+                    **ebs.to_dict(),
+                    "current_monthly_cost": "billed cost of the resources touched (list price where the bill names none)",
+                    "actions_against_bill": [
+                        {"kind": act.kind, **a.to_dict()}
+                        for act, a in zip(rec.ebs.actions, actions, strict=True)
+                    ],
+                    "part_of": "storage",
+                },
+                assumptions,
+            )
+        )
+    current = sum((r.current_monthly_cost or Decimal(0) for r in rows), Decimal(0))
+    saving = sum((r.estimated_monthly_savings_amount or Decimal(0) for r in rows), Decimal(0))
+    rows.append(
         Recommendation(
             kind="storage",
             scope="all buckets",
-            action=f"Checkpoint storage: save ${rec.savings_year_usd:,.0f} a year",
-            current_monthly_cost=_money(rec.before.total / rec.horizon_months),
-            estimated_monthly_cost=_money(rec.after.total / rec.horizon_months),
-            estimated_monthly_savings_amount=_money(rec.savings_month_usd),
-            detail=json.dumps(summary_detail, default=str),
+            action=f"Checkpoint storage: save ${saving:,.0f} a month ({len(rows)} actions below)",
+            current_monthly_cost=current,
+            estimated_monthly_cost=current - saving,
+            estimated_monthly_savings_amount=saving,
+            estimated_savings_percentage=float(100 * saving / current) if current else None,
+            assumptions=assumptions,
+            detail=json.dumps(
+                {
+                    **summary,
+                    "parts": [
+                        {
+                            "kind": r.kind,
+                            "scope": r.scope,
+                            "estimated_monthly_savings_amount": r.estimated_monthly_savings_amount,
+                        }
+                        for r in rows
+                    ],
+                    "how_counted": "the sum of the lifecycle and EBS rows, each held against the bill; "
+                    "a headline counts those rows or this total, never both",
+                },
+                default=str,
+            ),
         )
     )
-    with transaction(con):
-        store_recommendations(con, run_id, as_of, STORAGE_KINDS, recommendations)
-    return {
-        "buckets": len(rec.configs),
-        "savings_year_usd": round(rec.savings_year_usd, 2),
-        "applied": len(applied),
-    }
+    return rows
+
+
+def _storage_row(
+    kind: str, scope: str, action: str, s: Any, detail: dict[str, Any], assumptions: str
+) -> Recommendation:
+    current = _money(s.current_usd)
+    saving = _money(s.saving_usd)
+    return Recommendation(
+        kind=kind,
+        scope=scope,
+        action=action,
+        current_monthly_cost=current,
+        estimated_monthly_cost=None if current is None or saving is None else current - saving,
+        estimated_monthly_savings_amount=saving,
+        estimated_savings_percentage=float(100 * saving / current)
+        if current and saving is not None
+        else None,
+        risk=STORAGE_RISK,
+        assumptions=assumptions,
+        detail=json.dumps(detail, default=str),
+    )
