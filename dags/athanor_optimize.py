@@ -5,7 +5,22 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import Param, dag
 
+from athanor.settings import PRICING_ASSUMPTIONS, Settings
 from athanor_common import DEFAULT_ARGS, WAREHOUSE_ASSET, add_stage_tasks
+
+# One form field per pricing assumption: empty keeps the deployment's setting for this run.
+PRICING_PARAMS = {
+    name: Param(
+        None,
+        type=["null", "number"],
+        minimum=low,
+        maximum=high,
+        title=name.replace("_", " ").capitalize(),
+        description=f"{meaning} Empty: the setting {variable} "
+        f"(built-in default {Settings.__dataclass_fields__[name].default:g}).",
+    )
+    for name, (variable, low, high, meaning) in PRICING_ASSUMPTIONS.items()
+}
 
 DOC = """
 ### Athanor optimize
@@ -14,6 +29,9 @@ per workload group, builds hourly GPU demand per pool, recommends commitments, s
 share and checkpoint-lifecycle rules (each with its monthly saving), backtests them,
 and publishes the report to `reports/<date>/` plus a read-only warehouse snapshot for
 analysts. `apply_lifecycle` stays a dry run unless the form says otherwise.
+The pricing assumptions (reservation and savings-plan discounts, deadline slack, reservation
+utilisation floor) default to the settings; the form overrides them for one run, and every
+recommendation stores the values it used.
 """
 
 
@@ -40,6 +58,7 @@ analysts. `apply_lifecycle` stays a dry run unless the form says otherwise.
             title="Apply lifecycle rules",
             description="Put the recommended rules on the bucket (default: dry run).",
         ),
+        **PRICING_PARAMS,
     },
 )
 def athanor_optimize():

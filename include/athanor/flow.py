@@ -247,7 +247,9 @@ def recommend_mix(run: RunContext) -> dict:
     con = run.connect()
     try:
         as_of = _as_of(run, con)
-        result = recommend.recommend_purchases(con, run.run_id, as_of)
+        # The settings' pricing assumptions, each overridable from the optimize DAG's form.
+        assumptions = recommend.PricingAssumptions.from_settings(run.settings, run.params)
+        result = recommend.recommend_purchases(con, run.run_id, as_of, assumptions)
     finally:
         con.close()
     return result

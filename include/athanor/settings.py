@@ -16,6 +16,55 @@ from pathlib import Path
 # package (the default home of a demo run).
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
+# The pricing assumptions of the purchase recommendations: setting -> (environment variable,
+# lowest, highest allowed, what it means). Defaults are the Settings fields below; a run can
+# override each from the optimize DAG's form, and every recommendation stores the values it used.
+PRICING_ASSUMPTIONS: dict[str, tuple[str, float, float, str]] = {
+    "commit_discount_1y": (
+        "ATHANOR_COMMIT_DISCOUNT_1Y",
+        0.0,
+        0.99,
+        "Discount of a 1-year reservation (no upfront) off the on-demand rate, 0-1.",
+    ),
+    "commit_discount_3y": (
+        "ATHANOR_COMMIT_DISCOUNT_3Y",
+        0.0,
+        0.99,
+        "Discount of a 3-year reservation (no upfront) off the on-demand rate, 0-1.",
+    ),
+    "savings_plan_discount": (
+        "ATHANOR_SAVINGS_PLAN_DISCOUNT",
+        0.0,
+        0.99,
+        "Discount of a 1-year compute savings plan off the on-demand rate, 0-1.",
+    ),
+    "deadline_slack": (
+        "ATHANOR_DEADLINE_SLACK",
+        1.0,
+        100.0,
+        "A job is late once it takes this many times its run time (1.5: half as long again).",
+    ),
+    "commit_min_utilization": (
+        "ATHANOR_COMMIT_MIN_UTILIZATION",
+        0.0,
+        1.0,
+        "Buy only reservations expected to be used at least this share of their hours, 0-1 "
+        "(0: the cost-optimal quantity).",
+    ),
+}
+
+
+def pricing_value(name: str, value: object) -> float:
+    """A pricing assumption checked against its range; the error names the setting."""
+    variable, low, high, _ = PRICING_ASSUMPTIONS[name]
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} ({variable}) must be a number, got {value!r}") from None
+    if not low <= number <= high:
+        raise ValueError(f"{name} ({variable}) must be between {low:g} and {high:g}, got {number:g}")
+    return number
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -42,6 +91,13 @@ class Settings:
     aws_region: str = "us-east-1"
     # How long a writer waits while another process holds the warehouse file, then fails.
     writer_wait_s: float = 60.0
+    # Pricing assumptions (PRICING_ASSUMPTIONS). GPU commitment prices are not public: set the
+    # discounts from your own quotes.
+    commit_discount_1y: float = 0.40
+    commit_discount_3y: float = 0.60
+    savings_plan_discount: float = 0.28
+    deadline_slack: float = 1.5
+    commit_min_utilization: float = 0.0  # 0: no floor, the cost-optimal quantity
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -70,6 +126,11 @@ class Settings:
             s3_endpoint_url=env.get("ATHANOR_S3_ENDPOINT_URL") or env.get("AWS_ENDPOINT_URL") or None,
             aws_region=env.get("AWS_REGION", "us-east-1"),
             writer_wait_s=float(env.get("ATHANOR_WRITER_WAIT_S", "60")),
+            **{
+                name: pricing_value(name, env[variable])
+                for name, (variable, *_) in PRICING_ASSUMPTIONS.items()
+                if env.get(variable)
+            },
         )
 
 

@@ -4,6 +4,7 @@ with jobs as (
     select
         coalesce(team, 'unknown')                          as team,
         split_part(instance_type, '.', 1)                  as instance_family,
+        instance_type,
         duration_s / 3600.0                                as duration_h,
         instance_count,
         gpu_hours,
@@ -24,7 +25,11 @@ pools as (
 final as (
     select
         j.team || '/' || j.instance_family                       as job_class,
+        j.team,
+        j.instance_family,
         p.pool,
+        -- The type carrying most of the class's GPU-hours: whose Spot Advisor figure applies.
+        arg_max(j.instance_type, j.gpu_hours)                    as instance_type,
         count(*)                                                 as jobs,
         sum(j.gpu_hours)                                         as gpu_hours,
         median(j.duration_h)                                     as median_duration_h,

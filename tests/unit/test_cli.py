@@ -164,7 +164,7 @@ def test_commit_plan_by_hand(home: Path, tmp_path: Path, capsys) -> None:
     assert plan["recurring_hourly_cost"] == 12.0
     assert (plan["upfront_cost"], plan["break_even_months"], plan["payment_option"]) == (
         0.0,
-        0.0,
+        None,  # nothing paid upfront: no break-even
         "no_upfront",
     )
 

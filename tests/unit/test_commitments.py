@@ -83,7 +83,7 @@ def test_commit_plan_fields_by_hand():
     assert plan.savings_pct == pytest.approx(100 * 1022 / 2190)
     assert plan.utilization == pytest.approx(12 / 16)  # used 2+2+4+4 of 4*4 held
     assert plan.coverage == pytest.approx(1.0)
-    assert plan.upfront_cost == 0 and plan.break_even_months == 0
+    assert plan.upfront_cost == 0 and plan.break_even_months is None  # nothing upfront to pay back
     assert plan.recurring_hourly_cost == pytest.approx(1.6)
 
 

@@ -117,22 +117,24 @@ def test_retry_budget_is_a_negative_binomial():
     assert abs(sim.completion_rate - expected) < 0.01
 
 
-def test_completion_rate_of_a_spot_assigned_class_matches_monte_carlo():
-    # A class the model sends to spot; its completion rate averages 9 duration points.
+def test_completion_rate_of_a_spot_assigned_class_matches_the_analytic_rate():
+    # The class's completion is simulated on stratified draws of its durations; the analytic
+    # completion probability of the very same durations must agree within 3 standard errors.
     kwargs = dict(median_duration_h=12.0, p90_duration_h=40.0, instance_count=8, instance_rate_per_h=0.004,
                   checkpoint_h=0.2, restart_h=0.3, deadline_slack=1.25, spot_rate=7.9, on_demand_rate=21.96)  # fmt: skip
-    verdict = spot.assess_job_class("train", min_completion=0.85, **kwargs)
-    assert verdict.mode == "spot"
-    durations = spot.duration_points_h(12.0, 40.0)
-    rng = np.random.default_rng(5)
-    picks = rng.integers(0, durations.size, 10_000)  # 10,000 jobs drawn from the class
-    done = 0
-    for i, d in enumerate(durations):
-        n = int((picks == i).sum())
-        sim = spot.simulate_spot_jobs(n, d, verdict.rate_per_h, 0.2, 0.3, verdict.interval_h,
-                                      deadline_h=1.25 * d, seed=100 + i)  # fmt: skip
-        done += int(sim.completed.sum())
-    assert abs(done / 10_000 - verdict.completion_rate) < 0.01
+    verdict = spot.assess_job_class("train", min_completion=0.85, sim_jobs=400, seed=4, **kwargs)
+    assert verdict.mode == "spot" and verdict.simulated_jobs == 400
+    work = spot.stratified_durations_h(spot.lognormal_ppf_h(12.0, 40.0), 400, np.random.default_rng(4))
+    deadlines = 1.25 * spot.uninterrupted_time_h(work, 0.2, verdict.interval_h)
+    p = np.array([
+        spot.completion_probability(d, verdict.rate_per_h, 0.2, 0.3, verdict.interval_h, deadline_h=t, grid_points=512)
+        for d, t in zip(work, deadlines, strict=True)
+    ])  # fmt: skip
+    standard_error = math.sqrt(float((p * (1 - p)).sum())) / p.size
+    assert abs(verdict.completion_rate - p.mean()) < 3 * standard_error
+    assert verdict.completion_interval == pytest.approx(
+        spot.wilson_interval(verdict.completed_jobs, verdict.simulated_jobs)
+    )
 
 
 def test_duration_points_follow_the_lognormal():
@@ -205,3 +207,119 @@ def test_uniform_progress_by_hand_without_interruptions():
     assert res.mean_spot_hours == pytest.approx(2.0)
     assert res.mean_on_demand_hours == pytest.approx(8.7)
     assert res.mean_wall_time_h == pytest.approx(10.7)
+
+
+# ------------------------------------------------- job classes from fitted durations
+
+
+def test_wilson_interval_by_hand():
+    # k = n: low = n / (n + z²), z = 1.959964 -> z² = 3.841459; 2000 / 2003.841459 = 0.9980830.
+    assert spot.wilson_interval(2000, 2000) == pytest.approx((0.9980830, 1.0), abs=1e-6)
+    # k = 0: the mirror image.
+    assert spot.wilson_interval(0, 2000) == pytest.approx((0.0, 1 - 0.9980830), abs=1e-6)
+    # k = 90, n = 100: centre (90 + z²/2) / (100 + z²) = 91.920729 / 103.841459 = 0.8852026,
+    # half-width z / (100 + z²) x sqrt(90 x 10 / 100 + z²/4) = 0.0188746 x sqrt(9.960365) = 0.0595683.
+    low, high = spot.wilson_interval(90, 100)
+    assert low == pytest.approx(0.8852026 - 0.0595683, abs=1e-6)
+    assert high == pytest.approx(0.8852026 + 0.0595683, abs=1e-6)
+    assert spot.wilson_interval(0, 0) == (0.0, 1.0)
+
+
+def test_simulated_jobs_each_with_its_own_work():
+    # No interruptions: wall = segments * (segment + C). τ = 2, C = 0.5:
+    # 1 h -> 1 x (1 + 0.5) = 1.5; 2.5 h -> 2 x (1.25 + 0.5) = 3.5; 4 h -> 2 x (2 + 0.5) = 5.0.
+    work = np.array([1.0, 2.5, 4.0])
+    sim = spot.simulate_spot_jobs(3, work, 0.0, 0.5, 0.1, 2.0, deadline_h=np.array([2.0, 3.0, 8.0]))
+    assert sim.wall_time_h.tolist() == [1.5, 3.5, 5.0]
+    assert sim.completed.tolist() == [True, False, True]  # 3.5 > 3.0
+    assert spot.uninterrupted_time_h(work, 0.5, 2.0).tolist() == [1.5, 3.5, 5.0]
+    # One work value for every job gives the same draws as before the per-job form.
+    same = spot.simulate_spot_jobs(500, np.full(500, 8.0), 0.1, 0.5, 0.2, 2.0, seed=3)
+    assert (
+        same.wall_time_h.tolist()
+        == spot.simulate_spot_jobs(500, 8.0, 0.1, 0.5, 0.2, 2.0, seed=3).wall_time_h.tolist()
+    )
+
+
+def _two_point_ppf(q):
+    # Half the jobs take 1 h, half 100 h (a fitted distribution no median/p90 lognormal resembles).
+    return np.where(np.asarray(q) < 0.5, 1.0, 100.0)
+
+
+def test_completion_is_drawn_from_the_fitted_distribution():
+    # No checkpoints (C = 0: one attempt), λ = 0.01/h, restart 60 h: any interruption restarts
+    # from zero and cannot fit in the 0.5 x work of slack, so a job finishes iff it is never
+    # interrupted: 0.5 e^-0.01 + 0.5 e^-1 = 0.5 x 0.9900498 + 0.5 x 0.3678794 = 0.6789646.
+    verdict = spot.assess_job_class(
+        "two-point", duration_ppf_h=_two_point_ppf, duration_model="two points", instance_count=1,
+        instance_rate_per_h=0.01, checkpoint_h=0.0, restart_h=60.0, deadline_slack=1.5, spot_rate=0.3,
+        on_demand_rate=1.0, mode="spot", sim_jobs=20_000, seed=2,
+    )  # fmt: skip
+    assert verdict.simulated_jobs == 20_000
+    assert verdict.completion_rate == pytest.approx(0.6789646, abs=0.01)  # 3 standard errors: 0.0099
+    low, high = verdict.completion_interval
+    assert low < 0.6789646 < high
+    assert verdict.duration_model == "two points"
+    assert "of 20,000 simulated jobs finish by the deadline (95 % interval" in verdict.reason
+
+
+def test_a_fixed_duration_by_hand():
+    # Every job 10 h, no interruptions, C = 0.5 h and no finite interval (λ = 0): one segment,
+    # wall 10.5 h -> E[T]/D = 1.05; spot at 0.3 $/h vs 1 $/h: 0.315x on-demand; all finish.
+    verdict = spot.assess_job_class(
+        "fixed", duration_ppf_h=lambda q: np.full(np.shape(q), 10.0), instance_count=1,
+        instance_rate_per_h=0.0, checkpoint_h=0.5, restart_h=0.1, deadline_slack=1.5, spot_rate=0.3,
+        on_demand_rate=1.0, sim_jobs=2000, monthly_on_demand_usd=1000.0,
+    )  # fmt: skip
+    assert verdict.mode == "spot"
+    assert verdict.wall_time_ratio == pytest.approx(1.05)
+    assert verdict.cost_ratio_vs_on_demand == pytest.approx(0.315)
+    assert (verdict.completed_jobs, verdict.simulated_jobs) == (2000, 2000)
+    assert verdict.completion_interval == pytest.approx((0.9980830, 1.0), abs=1e-6)
+    assert verdict.monthly_saving_usd == pytest.approx(685.0)  # 1000 x (1 - 0.315)
+
+
+def test_a_class_that_does_not_checkpoint_says_what_checkpointing_would_save():
+    # Every job 10 h, λ = 1e-6/h, C = 0.5 h. Daly: sqrt(2 x 0.5 x 1e6) = 1000 h, x (1 + sqrt(0.5/2e6)/3
+    # + 0.5/18e6) = 1000.16669, - 0.5 = 999.66669 h: one segment per job. Checkpointed, a job takes
+    # E[T] = expm1(1e-6 x 10.5) x (1e6 + 0.1) = 10.5000561 h -> ratio 1.05000561 -> spot (0.3 $/h) at
+    # 0.315001683x; saving on a 1,000 $/month class: 1000 x (1 - 0.315001683) = 684.998317.
+    verdict = spot.assess_job_class(
+        "no-ckpt", duration_ppf_h=lambda q: np.full(np.shape(q), 10.0), instance_count=1,
+        instance_rate_per_h=1e-6, checkpoint_h=0.5, restart_h=0.1, deadline_slack=1.5, spot_rate=0.3,
+        on_demand_rate=1.0, checkpointed=False, monthly_on_demand_usd=1000.0,
+    )  # fmt: skip
+    assert verdict.mode == "on_demand" and not verdict.uses_spot and not verdict.checkpointed
+    assert verdict.cost_ratio_vs_on_demand == 1.0 and verdict.monthly_saving_usd == 0.0
+    unlock = verdict.unlock
+    assert unlock.interval_h == pytest.approx(999.66669, abs=1e-4)
+    assert unlock.mode == "spot"
+    expected_ratio = 0.3 * math.expm1(1e-6 * 10.5) * (1e6 + 0.1) / 10.0
+    assert unlock.cost_ratio_vs_on_demand == pytest.approx(expected_ratio, rel=1e-9)
+    assert unlock.monthly_saving_usd == pytest.approx(1000 * (1 - expected_ratio), rel=1e-9)
+    assert unlock.monthly_saving_usd == pytest.approx(684.998317, abs=1e-5)
+    assert verdict.reason == (
+        "most jobs of this class do not checkpoint, so an interruption restarts them from zero: kept on "
+        "on-demand. Checkpointing every 999.7 h (the Young/Daly interval for a 30-minute save) would let "
+        "them run on spot at 0.32x on-demand with 100.0 % finishing by the deadline, about $685 a month less"
+    )
+    assert "spot costs" not in verdict.reason
+    json.dumps(verdict.to_dict(), allow_nan=False)
+
+
+def test_interruption_rates_of_the_pools_own_region():
+    from athanor.recommend.nightly import interruption_rate
+
+    # Snapshot: p4d.24xlarge is bucket 2 in us-east-1 (12.5 %/month) and bucket 4 in us-west-2 (25 %).
+    east = interruption_rate("p4d.24xlarge", "us-east-1")
+    west = interruption_rate("p4d.24xlarge", "us-west-2")
+    assert (east.interruption_bucket, west.interruption_bucket) == (2, 4)
+    assert east.rate_per_h == pytest.approx(-math.log(0.875) / 730)  # 1.829197e-4
+    assert west.rate_per_h == pytest.approx(-math.log(0.75) / 730)  # 3.940850e-4
+    assert east.source == "Spot Advisor"
+    # A size the snapshot lacks takes its family's worst bucket in that region: g6 in us-west-2
+    # has buckets 4, 4, 4, 4, 4, 2, 1, 4 -> 4.
+    assert interruption_rate("g6.99xlarge", "us-west-2").interruption_bucket == 4
+    # A family it lacks entirely: the top bucket, and said so.
+    unknown = interruption_rate("x9.large", "us-east-1")
+    assert unknown.interruption_bucket == 4 and "assumed" in unknown.source

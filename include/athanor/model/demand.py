@@ -1,17 +1,83 @@
-"""Demand model: next month's hourly demand of a pool from its history.
+"""Demand model: next month's hourly demand of a pool from its history, and the
+durations of the jobs a job class brings.
 
 A recent window replayed (what the cloud consoles do), moved to the level a
-clear trend or a level step in the recent weeks points to.
+clear trend or a level step in the recent weeks points to. A job class's
+durations are the fitted, censoring-aware distribution of its workload group
+(`duration_fits`), so that the spot simulation draws its jobs from what the
+fits say rather than from the medians of the jobs that happened to finish.
 """
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats
+
+from athanor.model.durations import model_ppf
+
+
+@dataclass(frozen=True)
+class ClassDurations:
+    """A job class's duration distribution: a fitted model from `duration_fits`, in hours."""
+
+    group_key: str  # the fit used, e.g. 'team=llm' or 'all'
+    family: str
+    params: dict[str, Any]
+    n: int  # jobs behind the fit
+    censored: int  # of which right-censored (still running, preempted, cancelled)
+    borrowed_from: str | None = None  # a small group borrows its ancestor's fit
+
+    def ppf_h(self, q: np.ndarray | float) -> np.ndarray:
+        """Quantiles in hours."""
+        return np.asarray(model_ppf(self.family, self.params, q), dtype=float) / 3600.0
+
+    def describe(self) -> str:
+        """'lognormal_mixture fitted on team=llm (895 jobs, 90 censored)'."""
+        text = f"{self.family} fitted on {self.group_key} ({self.n:,} jobs, {self.censored:,} censored)"
+        return text + (f", borrowed from {self.borrowed_from}" if self.borrowed_from else "")
+
+
+def _group_items(group_key: str) -> dict[str, str]:
+    """'team=llm,instance_family=p4d' -> {'team': 'llm', 'instance_family': 'p4d'}; 'all' -> {}."""
+    if group_key == "all":
+        return {}
+    return dict(item.split("=", 1) for item in group_key.split(","))
+
+
+def class_durations(fits: Iterable[Mapping[str, Any]], **labels: str) -> ClassDurations | None:
+    """The most specific fit whose group the class belongs to (e.g. team=, instance_family=).
+
+    ``fits``: rows with group_key, family, params (dict or JSON text), n, censored and
+    optionally borrowed_from. A fit matches when every column of its group names the
+    class's value; among matches the one with the most columns wins ('all' matches
+    every class). None when no fit matches.
+    """
+    best: tuple[int, Mapping[str, Any]] | None = None
+    for fit in fits:
+        items = _group_items(str(fit["group_key"]))
+        if all(labels.get(col) == value for col, value in items.items()):
+            if best is None or len(items) > best[0]:
+                best = (len(items), fit)
+    if best is None:
+        return None
+    fit = best[1]
+    params = fit["params"]
+    if isinstance(params, str):
+        params = json.loads(params)
+    return ClassDurations(
+        group_key=str(fit["group_key"]),
+        family=str(fit["family"]),
+        params=dict(params),
+        n=int(fit["n"]),
+        censored=int(fit["censored"]),
+        borrowed_from=fit.get("borrowed_from") or None,
+    )
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,12 @@ Units and conventions:
   ``utilization`` and ``coverage`` are fractions.
 - the fees of commitments already held are sunk: a plan's ``expected_cost`` and
   ``on_demand_cost`` cover only the demand those commitments leave uncovered.
+- a unit bought at ``p_c`` instead of ``p_od`` pays for itself when it is used more
+  than ``p_c/p_od`` of the hours (its break-even utilisation). The cost-optimal
+  quantity (newsvendor) buys every unit that clears that bar, so the last one is
+  used just above it and the average can sit well below 100 %; a utilisation floor
+  (``min_utilization``) buys fewer units when the reader wants more margin.
+- break-even months exist only where something is paid upfront (None otherwise).
 """
 
 from __future__ import annotations
@@ -111,10 +117,18 @@ class CommitPlan:
     savings_pct: float
     utilization: float  # used / held commitment hours (existing + new)
     coverage: float  # demand hours covered by commitments / demand hours
-    break_even_months: float | None  # None: the purchase never pays back
+    break_even_months: float | None  # None: nothing paid upfront (or it never pays back)
     upfront_cost: float
     recurring_hourly_cost: float
     hours: int  # hours the plan was evaluated on
+    purchase_utilization: float = 0.0  # used / held hours of the units bought (0 without any)
+    cost_optimal_units: float = 0.0  # the newsvendor quantity, before the utilisation floor
+    min_utilization: float = 0.0  # the floor applied to purchase_utilization
+
+    @property
+    def break_even_utilization(self) -> float:
+        """p_c / p_od: the share of hours a unit must be used to cost less than on-demand."""
+        return self.commit_rate / self.on_demand_rate if self.on_demand_rate > 0 else 0.0
 
     @property
     def estimated_monthly_savings_amount(self) -> float:
@@ -129,7 +143,35 @@ class CommitPlan:
         out["estimated_monthly_savings_amount"] = self.savings
         out["estimated_savings_percentage"] = self.savings_pct
         out["recommended_quantity"] = self.commit_units
+        out["break_even_utilization"] = self.break_even_utilization
         return out
+
+
+def purchase_utilization(residual: np.ndarray, units: float) -> float:
+    """Share of the bought units' hours that demand uses (they cover what existing ones leave)."""
+    if units <= 0 or residual.size == 0:
+        return 0.0
+    return float(np.minimum(residual, units).sum() / (units * residual.size))
+
+
+def units_meeting_floor(residual: np.ndarray, units: float, floor: float, integer: bool = True) -> float:
+    """The largest quantity up to ``units`` whose purchase utilisation is at least ``floor``.
+
+    Utilisation only falls as units are added (each covers hours the previous ones left), so
+    the answer is found by stepping down whole units, or by bisection for fractional ones.
+    """
+    if floor <= 0 or units <= 0 or purchase_utilization(residual, units) >= floor:
+        return units
+    if integer:
+        c = math.floor(units)
+        while c > 0 and purchase_utilization(residual, c) < floor:
+            c -= 1
+        return float(c)
+    lo, hi = 0.0, float(units)
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if purchase_utilization(residual, mid) >= floor else (lo, mid)
+    return lo
 
 
 def commit_plan(
@@ -141,21 +183,26 @@ def commit_plan(
     term_months: int = 12,
     payment_option: str | None = None,
     integer: bool = True,
+    min_utilization: float = 0.0,
 ) -> CommitPlan:
     """Recommend a commitment for one pool by hour-by-hour simulation.
 
     ``units`` is the demand expected over the horizon (history used as a
     forecast, or ``term_demand(...)``); ``existing_units`` the commitments
     already held in each of those hours (0 after they expire), netted out hour
-    by hour before sizing the purchase.
+    by hour before sizing the purchase. ``min_utilization``: buy only as many
+    units as are expected to be used at least that share of their hours.
     """
     u = np.asarray(units, dtype=float)
     hours = u.size
     if hours == 0:
         raise ValueError("no demand hours")
+    if not 0.0 <= min_utilization <= 1.0:
+        raise ValueError(f"min_utilization must be between 0 and 1, got {min_utilization}")
     existing = as_hourly(existing_units, hours)
     residual = np.maximum(u - existing, 0.0)
-    c = optimal_commitment(residual, commit_rate, on_demand_rate, integer=integer)
+    optimum = optimal_commitment(residual, commit_rate, on_demand_rate, integer=integer)
+    c = units_meeting_floor(residual, optimum, min_utilization, integer=integer)
     per_month = HOURS_PER_MONTH / hours
     held = existing + c
     covered = np.minimum(u, held)
@@ -168,8 +215,8 @@ def commit_plan(
     # paid its upfront part, net of the recurring fee (0 without upfront).
     avoided_month = on_demand_rate * (np.minimum(residual, c).sum()) * per_month
     net_month = avoided_month - recurring_h * HOURS_PER_MONTH
-    if c == 0:
-        break_even = 0.0
+    if c == 0 or upfront <= 0:
+        break_even = None  # nothing paid upfront: nothing to pay back
     elif net_month > 0:
         break_even = upfront / net_month
     else:
@@ -199,6 +246,9 @@ def commit_plan(
         upfront_cost=float(upfront),
         recurring_hourly_cost=float(recurring_h),
         hours=hours,
+        purchase_utilization=purchase_utilization(residual, c),
+        cost_optimal_units=float(optimum),
+        min_utilization=float(min_utilization),
     )
 
 
@@ -270,6 +320,7 @@ def plan_terms(
     existing: Iterable[Sequence[float]] = (),
     annual_decline: float = DEFAULT_ANNUAL_DEMAND_DECLINE,
     integer: bool = True,
+    min_utilization: float = 0.0,
 ) -> list[CommitPlan]:
     """One plan per offer, each simulated hour by hour over its whole term (expiring commitments netted)."""
     held = [tuple(h) for h in existing]
@@ -286,6 +337,7 @@ def plan_terms(
                 term_months=offer.term_months,
                 payment_option=offer.payment_option,
                 integer=integer,
+                min_utilization=min_utilization,
             )
         )
     return plans

@@ -18,9 +18,11 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from athanor.model.demand import ClassDurations, class_durations
 from athanor.recommend import attribution, mix, spot
 from athanor.recommend.backtest import backtest, backtest_synthetic_scenarios
-from athanor.reference import HOURS_PER_MONTH, HOURS_PER_YEAR, instance, spot_advice
+from athanor.reference import BUCKET_MONTHLY_FRACTION, HOURS_PER_MONTH, HOURS_PER_YEAR, instance, spot_advice
+from athanor.settings import PRICING_ASSUMPTIONS, Settings, pricing_value
 from athanor.warehouse import insert_rows, sql, transaction
 
 PLANNING_WINDOW_DAYS = 30
@@ -29,27 +31,101 @@ PLANNING_WINDOW_DAYS = 30
 SYNTHETIC_SCENARIO_ON_DEMAND_RATE = float(instance("p4d.24xlarge").on_demand_usd_per_h)
 
 
+_DEFAULTS = Settings.__dataclass_fields__
+
+
 @dataclass(frozen=True)
 class PricingAssumptions:
-    """Rates the recommendation assumes; GPU commitment prices are not public (BRIEF.md)."""
+    """Prices and policies the purchase recommendation assumes: the settings' values, or a run's
+    overrides from the optimize DAG's form (GPU commitment prices are not public)."""
 
-    one_year_ratio: float = 0.60
-    three_year_ratio: float = 0.40
-    savings_plan_discount: float = 0.28
-    deadline_slack: float = 1.5  # a job may take 1.5x its run time before it is late
+    commit_discount_1y: float = _DEFAULTS["commit_discount_1y"].default
+    commit_discount_3y: float = _DEFAULTS["commit_discount_3y"].default
+    savings_plan_discount: float = _DEFAULTS["savings_plan_discount"].default
+    deadline_slack: float = _DEFAULTS["deadline_slack"].default  # late after this many times the run time
+    commit_min_utilization: float = _DEFAULTS["commit_min_utilization"].default
     restart_time_h: float = 0.1  # re-provision + reload a checkpoint after an interruption
-    region: str = "us-east-1"
+    overridden: tuple[str, ...] = ()  # the values the run's form set instead of the settings
+
+    @classmethod
+    def from_settings(cls, settings: Settings, params: dict[str, Any] | None = None) -> PricingAssumptions:
+        """The settings' values, each replaced by the run's param of the same name when it is set."""
+        values = {name: float(getattr(settings, name)) for name in PRICING_ASSUMPTIONS}
+        overridden = []
+        for name in PRICING_ASSUMPTIONS:
+            given = (params or {}).get(name)
+            if given is not None and given != "":
+                values[name] = pricing_value(name, given)
+                overridden.append(name)
+        return cls(**values, overridden=tuple(overridden))
+
+    @property
+    def one_year_ratio(self) -> float:
+        return 1.0 - self.commit_discount_1y
+
+    @property
+    def three_year_ratio(self) -> float:
+        return 1.0 - self.commit_discount_3y
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {**asdict(self), "overridden": list(self.overridden)}
 
 
-def interruption_rates(region: str = "us-east-1") -> dict[str, float]:
-    """Spot interruptions per instance-hour by instance type, from the Spot Advisor snapshot."""
-    return {
-        instance_type: spot.monthly_fraction_to_rate_per_h(advice.monthly_interruption_fraction)
-        for instance_type, advice in spot_advice(region).items()
-    }
+@dataclass(frozen=True)
+class InterruptionRate:
+    """The Spot Advisor figure a job class's interruption rate comes from."""
+
+    region: str
+    instance_type: str
+    interruption_bucket: int  # 0-4
+    monthly_fraction: float
+    rate_per_h: float  # per instance-hour
+    source: str  # what was looked up, or what was assumed when the snapshot has nothing
+
+
+def interruption_rate(instance_type: str, region: str) -> InterruptionRate:
+    """Interruptions per instance-hour of a type in its own region (Spot Advisor snapshot).
+
+    A type the snapshot lacks in that region takes the worst bucket of its family there;
+    a family it lacks entirely, the top bucket (an assumption, said so in `source`).
+    """
+    advice = spot_advice(region)
+    family = instance_type.split(".")[0]
+    if instance_type in advice:
+        bucket, source = advice[instance_type].interruption_bucket, "Spot Advisor"
+    elif kin := [a.interruption_bucket for t, a in advice.items() if t.split(".")[0] == family]:
+        bucket, source = max(kin), f"Spot Advisor: no {instance_type} in {region}, worst {family} bucket"
+    else:
+        bucket = max(BUCKET_MONTHLY_FRACTION)
+        source = f"no Spot Advisor figure for {family} in {region}: the top bucket assumed"
+    fraction = BUCKET_MONTHLY_FRACTION[bucket]
+    return InterruptionRate(
+        region=region,
+        instance_type=instance_type,
+        interruption_bucket=bucket,
+        monthly_fraction=fraction,
+        rate_per_h=spot.monthly_fraction_to_rate_per_h(fraction),
+        source=source,
+    )
+
+
+def duration_models(con: duckdb.DuckDBPyConnection, run_id: str, as_of: date) -> list[dict[str, Any]]:
+    """The duration fits a run's recommendation uses: its own, else the latest fitted by `as_of`."""
+    found = con.execute(
+        """select run_id from duration_fits where run_id = ? or as_of <= ?
+           order by run_id = ? desc, as_of desc, run_id desc limit 1""",
+        [run_id, as_of, run_id],
+    ).fetchone()
+    if found is None:
+        return []
+    return [
+        dict(zip(("group_key", "family", "params", "n", "censored", "borrowed_from"), row, strict=True))
+        for row in con.execute(
+            """select group_key, family, params, n, censored, record ->> 'borrowed_from'
+               from duration_fits where run_id = ? order by group_by, group_key""",
+            [found[0]],
+        ).fetchall()
+    ]
 
 
 def build_demand_mart(con: duckdb.DuckDBPyConnection) -> int:
@@ -88,7 +164,12 @@ def _hourly(frame: pd.DataFrame, start: datetime, end: datetime, column: str) ->
 def recommend_purchases(
     con: duckdb.DuckDBPyConnection, run_id: str, as_of: date, assumptions: PricingAssumptions | None = None
 ) -> dict[str, Any]:
-    """Recommend commitments, savings plan and spot share; backtest the commitment rule."""
+    """Recommend commitments, savings plan and spot share; backtest the commitment rule.
+
+    Spot decisions draw each job class's jobs from its fitted duration distribution
+    (`duration_fits`) and take interruption rates for the class's instance type in its pool's
+    region. `assumptions` default to the settings' defaults.
+    """
     a = assumptions or PricingAssumptions()
     build_demand_mart(con)
     start, end = _window(as_of)
@@ -109,7 +190,9 @@ def recommend_purchases(
         .df()
         .set_index("instance_family")
     )
-    rates = interruption_rates(a.region)
+    rates: dict[str, InterruptionRate] = {}
+    durations: dict[str, ClassDurations] = {}
+    fits = duration_models(con, run_id, as_of)
     if not classes.empty:
         family = classes["pool"].str.split("/").str[0]
         classes["deadline_slack"] = a.deadline_slack
@@ -121,9 +204,14 @@ def recommend_purchases(
             float(ref.loc[f, "spot"]) if f in ref.index and pd.notna(ref.loc[f, "spot"]) else od * 0.4
             for f, od in zip(family, classes["on_demand_rate"], strict=True)
         ]
-        classes["interruption_rate_per_h"] = [
-            next((r for t, r in rates.items() if t.split(".")[0] == f), float("nan")) for f in family
-        ]
+        for row in classes.itertuples(index=False):
+            rates[row.job_class] = interruption_rate(row.instance_type, row.pool.split("/")[-1])
+            fitted = class_durations(fits, team=row.team, instance_family=row.instance_family)
+            if fitted is not None:
+                durations[row.job_class] = fitted
+        classes["interruption_rate_per_h"] = [rates[c].rate_per_h for c in classes["job_class"]]
+        # The mart's flag: the class's jobs mostly checkpoint (others restart from zero).
+        classes["checkpointed"] = classes.pop("interruptible")
         classes["p90_duration_h"] = np.maximum(classes["p90_duration_h"], classes["median_duration_h"])
     gpus_per_unit = {p: float(ref.loc[p.split("/")[0], "gpus"]) for p in window["pool"].unique()}
     current_bill = float(demand["effective_cost_usd"].sum()) * HOURS_PER_MONTH / (PLANNING_WINDOW_DAYS * 24)
@@ -133,15 +221,16 @@ def recommend_purchases(
             mix.CommitmentOffer(36, "no_upfront", a.three_year_ratio, 0.0),
         ),
         sp_discount_by_pool={p: a.savings_plan_discount for p in window["pool"].unique()},
+        min_utilization=a.commit_min_utilization,
     )
     rec = mix.recommend_mix(
         window,
         classes,
         prices=prices,
-        rates=rates,
         current_monthly_bill_usd=current_bill,
         existing_by_pool=existing,
         gpus_per_unit_by_pool=gpus_per_unit,
+        durations_by_class=durations,
     )
     summary = rec.to_dict()
     parts = attribution.mix_parts(
@@ -156,8 +245,19 @@ def recommend_purchases(
     )
     summary["attribution"] = parts.to_dict()
     summary["explanation"] = one_baseline(mix.explain(rec), rec)
+    used = {
+        **a.to_dict(),
+        **rec.assumptions,
+        "planning_window": {"start": start.isoformat(), "end": end.isoformat(), "days": PLANNING_WINDOW_DAYS},
+        "current_monthly_bill": "effective cost of the window's GPU usage, scaled to a 730-hour month",
+        "interruption_rate_by_class": {c: asdict(r) for c, r in rates.items()},
+        "spot_rate_by_class": dict(
+            zip(classes.get("job_class", []), classes.get("spot_rate", []), strict=True)
+        ),
+        "spot_rate_fallback": "0.4x on-demand where the catalogue has no spot price",
+    }
     backtests = _backtests(con, as_of, a)
-    _store_mix(con, run_id, as_of, rec, summary, a, backtests)
+    _store_mix(con, run_id, as_of, rec, summary, used, backtests)
     return {
         "pools": len(rec.pools),
         "estimated_monthly_savings_amount": round(parts.saving_usd, 2),
@@ -271,7 +371,7 @@ def _money(value: float | None) -> Decimal | None:
 
 
 # The kinds each recommender owns: a run's rows of these are replaced together.
-MIX_KINDS = ("reserved_instances", "savings_plan", "spot", "mix")
+MIX_KINDS = ("reserved_instances", "savings_plan", "spot", "checkpointing", "mix")
 STORAGE_KINDS = ("lifecycle", "ebs", "storage")
 
 
@@ -402,10 +502,10 @@ def _store_mix(
     as_of: date,
     rec: mix.MixRecommendation,
     summary: dict[str, Any],
-    a: PricingAssumptions,
+    used: dict[str, Any],
     backtests: pd.DataFrame,
 ) -> None:
-    assumptions = json.dumps(a.to_dict())
+    assumptions = json.dumps(used, default=str)
     rows = []
     for p in rec.pools:
         if p.plan.commit_units <= 0:
@@ -415,7 +515,9 @@ def _store_mix(
             (
                 "reserved_instances",
                 p.pool,
-                f"Reserve {p.plan.commit_units:g} more {p.pool.split('/')[0]} units ({term}, {p.plan.payment_option.replace('_', ' ')}) in {p.pool.split('/')[-1]}",
+                f"Reserve {p.plan.commit_units:g} more {p.pool.split('/')[0]} units ({term}, "
+                f"{p.plan.payment_option.replace('_', ' ')}) in {p.pool.split('/')[-1]}: "
+                + mix.utilisation_words(p.plan),
                 p.plan.commit_units,
                 None,
                 p.plan.term_months,
@@ -425,7 +527,7 @@ def _store_mix(
                 p.plan.on_demand_cost,
                 p.plan.savings,
                 p.plan.savings_pct,
-                p.plan.utilization,
+                p.plan.purchase_utilization,
                 p.plan.coverage,
                 p.plan.break_even_months,
                 "commitment outlives demand if it falls",
@@ -450,7 +552,7 @@ def _store_mix(
                 sp.get("savings_pct"),
                 sp.get("utilization"),
                 sp.get("coverage"),
-                0.0,
+                None,  # nothing paid upfront: no break-even
                 "commitment outlives demand if it falls",
                 sp,
             )
@@ -466,7 +568,7 @@ def _store_mix(
                 None,
                 None,
                 None,
-                0.0,
+                None,  # nothing to buy: no upfront cost, no break-even
                 None,
                 None,
                 None,
@@ -474,9 +576,38 @@ def _store_mix(
                 None,
                 None,
                 None,
-                0.0,
-                f"{(rec.spot_completion_rate or 0):.1%} of spot jobs finish by their deadline",
+                None,
+                mix.completion_words(rec),
                 {"job_classes": [j.to_dict() for j in rec.job_classes]},
+            )
+        )
+    for j in rec.job_classes:
+        # Not counted in the fleet saving: this work stays on on-demand and commitments today.
+        if j.unlock is None or j.unlock.mode == "on_demand" or not (j.unlock.monthly_saving_usd or 0) > 0:
+            continue
+        rows.append(
+            (
+                "checkpointing",
+                j.job_class,
+                f"Checkpoint {j.job_class} jobs every {j.unlock.interval_h:.1f} h (the Young/Daly interval "
+                f"for {spot.save_words(j.unlock.checkpoint_h)}) so they can run on "
+                f"{'deadline-safe spot' if j.unlock.mode == 'spot_deadline_safe' else 'spot'}: about "
+                f"${j.unlock.monthly_saving_usd:,.0f} a month less than on-demand "
+                f"({j.unlock.cost_ratio_vs_on_demand:.2f}x); not counted in the fleet saving",
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                f"{100 * j.unlock.completion_rate:.1f} % of simulated jobs would finish by their deadline",
+                j.to_dict(),
             )
         )
     rows.append(
@@ -496,7 +627,12 @@ def _store_mix(
             rec.average_utilization,
             rec.coverage,
             rec.break_even_months,
-            f"completion {rec.expected_completion_rate:.1%}",
+            mix.completion_words(rec)
+            + (
+                "; other jobs run on reserved or on-demand capacity"
+                if rec.spot_completion_rate is not None
+                else ""
+            ),
             summary,
         )
     )

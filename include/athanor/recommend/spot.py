@@ -12,13 +12,21 @@ of instances: a job on N instances dies when any of them is reclaimed, about
 N·λ). An interruption loses the work since the last checkpoint and costs
 ``restart_h`` (new instance, load the checkpoint) before the next attempt; the
 restart itself is not interrupted.
+
+A job class is described by the quantile function of its job durations: the
+fitted, censoring-aware distribution of ``athanor.model.durations`` where there is
+one (``athanor.model.demand.ClassDurations``), else a lognormal through the median
+and p90. Its completion rate is the share of simulated jobs (durations drawn from
+that distribution, interruptions event by event) that finish by their deadline,
+stated with a Wilson interval.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +42,15 @@ BUCKET_MONTHLY_FRACTION: dict[int, float] = {0: 0.025, 1: 0.075, 2: 0.125, 3: 0.
 
 # z-score of the 90th percentile of a standard normal: p90 = median·exp(z90·σ).
 _Z90 = 1.2815515655446004
+
+# Job logs have one-second resolution; a simulated job is never shorter.
+MIN_WORK_H = 1.0 / 3600.0
+
+# Confidence level of every completion interval.
+COMPLETION_CONFIDENCE = 0.95
+
+# Equal-probability durations the deadline-safe policy is simulated on, per class.
+DURATION_POINTS = 9
 
 
 # --------------------------------------------------------------------------- rates
@@ -118,6 +135,28 @@ def segments(work_h: float, interval_h: float) -> tuple[int, float]:
         return 1, float(work_h)
     count = math.ceil(work_h / interval_h - 1e-12)
     return count, work_h / count
+
+
+def _segment_arrays(work_h: np.ndarray, interval_h: float) -> tuple[np.ndarray, np.ndarray]:
+    """``segments`` for many jobs at once: (segment counts, work per segment)."""
+    if np.any(work_h <= 0):
+        raise ValueError("work_h must be > 0")
+    if not math.isfinite(interval_h):
+        return np.ones(work_h.shape, dtype=np.int64), work_h.astype(float)
+    count = np.where(interval_h >= work_h, 1, np.ceil(work_h / interval_h - 1e-12)).astype(np.int64)
+    return count, work_h / count
+
+
+def _exact_wall_times_h(
+    work_h: np.ndarray, rate_per_h: float, checkpoint_h: float, restart_h: float, interval_h: float
+) -> np.ndarray:
+    """``exact_expected_wall_time_h`` of every job in ``work_h`` (inf where it overflows)."""
+    count, seg_h = _segment_arrays(work_h, interval_h)
+    attempt_h = seg_h + checkpoint_h
+    if rate_per_h <= 0:
+        return count * attempt_h
+    with np.errstate(over="ignore"):
+        return count * np.expm1(rate_per_h * attempt_h) * (1.0 / rate_per_h + restart_h)
 
 
 def exact_expected_wall_time_h(
@@ -223,19 +262,23 @@ class SpotSimulation:
 
 def simulate_spot_jobs(
     n_jobs: int,
-    work_h: float,
+    work_h: float | np.ndarray,
     rate_per_h: float,
     checkpoint_h: float,
     restart_h: float,
     interval_h: float,
-    deadline_h: float | None = None,
+    deadline_h: float | np.ndarray | None = None,
     max_restarts: int | None = None,
     seed: int = 0,
     max_events: int = 1_000_000,
 ) -> SpotSimulation:
-    """Simulate jobs on spot event by event: exponential interruption times, lost work, restarts."""
+    """Simulate jobs on spot event by event: exponential interruption times, lost work, restarts.
+
+    ``work_h`` and ``deadline_h`` are one value for every job or one per job.
+    """
     rng = np.random.default_rng(seed)
-    count, seg_h = segments(work_h, interval_h)
+    work = np.broadcast_to(np.asarray(work_h, dtype=float), (n_jobs,))
+    count, seg_h = _segment_arrays(work, interval_h)
     attempt_h = seg_h + checkpoint_h
     wall = np.zeros(n_jobs)
     restarts = np.zeros(n_jobs, dtype=np.int64)
@@ -248,16 +291,16 @@ def simulate_spot_jobs(
             to_interrupt = rng.exponential(1.0 / rate_per_h, size=active.size)
         else:
             to_interrupt = np.full(active.size, np.inf)
-        ok = to_interrupt >= attempt_h
-        wall[active] += np.where(ok, attempt_h, to_interrupt + restart_h)
+        ok = to_interrupt >= attempt_h[active]
+        wall[active] += np.where(ok, attempt_h[active], to_interrupt + restart_h)
         done_segments[active] += ok
         restarts[active] += ~ok
-        active = active[done_segments[active] < count]
+        active = active[done_segments[active] < count[active]]
     else:
         raise RuntimeError("simulation did not finish: interruption rate too high for this job")
     completed = np.ones(n_jobs, dtype=bool)
     if deadline_h is not None:
-        completed &= wall <= deadline_h + 1e-9
+        completed &= wall <= np.asarray(deadline_h, dtype=float) + 1e-9
     if max_restarts is not None:
         completed &= restarts <= max_restarts
     return SpotSimulation(wall_time_h=wall, restarts=restarts, completed=completed)
@@ -423,6 +466,55 @@ def simulate_uniform_progress(
 # ------------------------------------------------------- per job class decision
 
 
+def wilson_interval(successes: int, trials: int, level: float = COMPLETION_CONFIDENCE) -> tuple[float, float]:
+    """Wilson score interval of a proportion (``(0, 1)`` without trials)."""
+    if trials <= 0:
+        return 0.0, 1.0
+    ci = stats.binomtest(int(successes), int(trials)).proportion_ci(confidence_level=level, method="wilson")
+    return float(ci.low), float(ci.high)
+
+
+def lognormal_ppf_h(median_h: float, p90_h: float) -> Callable[[np.ndarray], np.ndarray]:
+    """Quantile function (hours) of the lognormal with that median and p90."""
+    sigma = math.log(p90_h / median_h) / _Z90 if p90_h > median_h > 0 else 0.0
+    return lambda q: median_h * np.exp(sigma * stats.norm.ppf(q))
+
+
+def duration_points_h(median_h: float, p90_h: float, points: int = 9) -> np.ndarray:
+    """Representative job durations: equal-probability quantiles of a lognormal with that median/p90."""
+    return lognormal_ppf_h(median_h, p90_h)((np.arange(points) + 0.5) / points)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f} %"
+
+
+def _interval_words(low: float, high: float) -> str:
+    return f"{100 * COMPLETION_CONFIDENCE:.0f} % interval {100 * low:.1f}-{100 * high:.1f} %"
+
+
+@dataclass(frozen=True)
+class CheckpointUnlock:
+    """What a class that does not checkpoint would gain by checkpointing at the Young/Daly interval."""
+
+    interval_h: float  # checkpoint every this many hours of work
+    checkpoint_h: float  # one save
+    mode: str  # the mode the class would then get
+    cost_ratio_vs_on_demand: float
+    completion_rate: float
+    monthly_saving_usd: float | None  # against running the class on on-demand
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "checkpoint_interval_h": self.interval_h if math.isfinite(self.interval_h) else None,
+            "checkpoint_time_h": self.checkpoint_h,
+            "mode": self.mode,
+            "cost_ratio_vs_on_demand": self.cost_ratio_vs_on_demand,
+            "completion_rate": self.completion_rate,
+            "monthly_saving_usd": self.monthly_saving_usd,
+        }
+
+
 @dataclass(frozen=True)
 class SpotAssessment:
     """Whether a job class should run on spot, and what that costs and risks."""
@@ -438,10 +530,26 @@ class SpotAssessment:
     completion_rate: float  # share of jobs finishing by their deadline in the chosen mode
     spot_completion_rate: float  # the same for plain spot (whatever the mode)
     reason: str
+    # Of the simulated jobs behind completion_rate: how many, and the Wilson interval
+    # (None on on-demand: nothing is simulated, every job runs to the end).
+    simulated_jobs: int = 0
+    completed_jobs: int = 0
+    completion_interval: tuple[float, float] | None = None
+    checkpointed: bool = True
+    duration_model: str = "lognormal through the median and p90"
+    monthly_on_demand_usd: float | None = None  # the class's work at on-demand prices, a month
+    unlock: CheckpointUnlock | None = None  # set when the class does not checkpoint
 
     @property
     def uses_spot(self) -> bool:
         return self.mode != "on_demand"
+
+    @property
+    def monthly_saving_usd(self) -> float | None:
+        """Against on-demand, for the chosen mode (None without the class's monthly cost)."""
+        if self.monthly_on_demand_usd is None:
+            return None
+        return self.monthly_on_demand_usd * (1.0 - self.cost_ratio_vs_on_demand)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -454,22 +562,47 @@ class SpotAssessment:
             "spot_hours_share": self.spot_hours_share,
             "spot_dollar_share": self.spot_dollar_share,
             "completion_rate": self.completion_rate,
-            "spot_completion_rate": self.spot_completion_rate,
+            "completion_interval": None
+            if self.completion_interval is None
+            else list(self.completion_interval),
+            "simulated_jobs": self.simulated_jobs,
+            "completed_jobs": self.completed_jobs,
+            "spot_completion_rate": self.spot_completion_rate
+            if math.isfinite(self.spot_completion_rate)
+            else None,
+            "checkpointed": self.checkpointed,
+            "duration_model": self.duration_model,
+            "monthly_on_demand_usd": self.monthly_on_demand_usd,
+            "monthly_saving_usd": self.monthly_saving_usd,
+            "checkpoint_unlock": None if self.unlock is None else self.unlock.to_dict(),
             "reason": self.reason,
         }
 
 
-def duration_points_h(median_h: float, p90_h: float, points: int = 9) -> np.ndarray:
-    """Representative job durations: equal-probability quantiles of a lognormal with that median/p90."""
-    sigma = math.log(p90_h / median_h) / _Z90 if p90_h > median_h > 0 else 0.0
-    probs = (np.arange(points) + 0.5) / points
-    return median_h * np.exp(sigma * stats.norm.ppf(probs))
+def uninterrupted_time_h(work_h: np.ndarray, checkpoint_h: float, interval_h: float) -> np.ndarray:
+    """Wall time of each job when nothing interrupts it: its work plus its checkpoint saves.
+
+    A job's deadline is ``deadline_slack`` times this: the job logs' durations already hold
+    the saves a job makes, so the slack is over the time it takes undisturbed, and a job of
+    a few seconds is not late merely because its final save takes as long as its work.
+    """
+    count, seg_h = _segment_arrays(np.asarray(work_h, dtype=float), interval_h)
+    return count * (seg_h + checkpoint_h)
+
+
+def stratified_durations_h(
+    ppf_h: Callable[[np.ndarray], np.ndarray], n: int, rng: np.random.Generator
+) -> np.ndarray:
+    """``n`` job durations drawn from a distribution, one in each of ``n`` equal-probability slices."""
+    u = (np.arange(n) + rng.random(n)) / n
+    return np.maximum(np.asarray(ppf_h(u), dtype=float), MIN_WORK_H)
 
 
 def assess_job_class(
     job_class: str,
-    median_duration_h: float,
-    p90_duration_h: float,
+    median_duration_h: float | None = None,
+    p90_duration_h: float | None = None,
+    *,
     instance_count: int,
     instance_rate_per_h: float,
     checkpoint_h: float,
@@ -479,42 +612,113 @@ def assess_job_class(
     on_demand_rate: float,
     min_completion: float = 0.95,
     mode: str | None = None,
-    points: int = 9,
+    points: int = DURATION_POINTS,
     safe_sim_jobs: int = 400,
     seed: int = 0,
+    duration_ppf_h: Callable[[np.ndarray], np.ndarray] | None = None,
+    duration_model: str | None = None,
+    sim_jobs: int = 2000,
+    checkpointed: bool = True,
+    monthly_on_demand_usd: float | None = None,
 ) -> SpotAssessment:
     """Decide spot / deadline-safe spot / on-demand for a class of jobs.
 
-    Plain spot if it pays (p_spot·E[T]/D < p_od) and at least ``min_completion``
-    of the jobs finish within ``deadline_slack × duration``; else the
-    deadline-safe policy if it is cheaper than on-demand (simulated); else
-    on-demand. Durations are a lognormal fitted to the median and p90. Pass
-    ``mode`` to evaluate a fixed choice (e.g. under doubled interruption rates).
+    The class's durations come from ``duration_ppf_h`` (hours; the fitted
+    distribution) or, without it, a lognormal through the median and p90.
+    ``sim_jobs`` jobs are drawn from it (stratified) and run on spot event by
+    event: the share that finish within ``deadline_slack`` times their
+    uninterrupted time (``uninterrupted_time_h``) is the completion rate, with
+    its Wilson interval. Plain spot if it pays
+    (p_spot·E[T]/D < p_od, E[T] exact per simulated job, GPU-hour weighted) and
+    at least ``min_completion`` of the jobs finish; else the deadline-safe policy
+    if it is cheaper than on-demand (simulated on ``points`` equal-probability
+    durations); else on-demand. A class whose jobs do not checkpoint
+    (``checkpointed=False``) restarts from zero when interrupted: it stays on
+    on-demand, and ``unlock`` says what checkpointing at the Young/Daly interval
+    would save (``monthly_on_demand_usd`` prices it). Pass ``mode`` to evaluate a
+    fixed choice (e.g. under doubled interruption rates).
     """
+    if duration_ppf_h is None:
+        if median_duration_h is None or p90_duration_h is None:
+            raise ValueError("give the class's duration distribution or its median and p90")
+        duration_ppf_h = lognormal_ppf_h(median_duration_h, p90_duration_h)
+    model = duration_model or "lognormal through the median and p90"
+    common_args = dict(
+        instance_count=instance_count,
+        instance_rate_per_h=instance_rate_per_h,
+        checkpoint_h=checkpoint_h,
+        restart_h=restart_h,
+        deadline_slack=deadline_slack,
+        spot_rate=spot_rate,
+        on_demand_rate=on_demand_rate,
+        min_completion=min_completion,
+        points=points,
+        safe_sim_jobs=safe_sim_jobs,
+        seed=seed,
+        duration_ppf_h=duration_ppf_h,
+        duration_model=model,
+        sim_jobs=sim_jobs,
+        monthly_on_demand_usd=monthly_on_demand_usd,
+    )
     rate = job_rate_per_h(instance_rate_per_h, instance_count)
-    durations = duration_points_h(median_duration_h, p90_duration_h, points)
-    interval = daly_interval_h(checkpoint_h, rate) if checkpoint_h > 0 else math.inf
-    walls = np.array(
-        [exact_expected_wall_time_h(d, rate, checkpoint_h, restart_h, interval) for d in durations]
-    )
-    wall_ratio = float(walls.sum() / durations.sum())  # GPU-hour weighted
-    completion = float(
-        np.mean(
-            [
-                completion_probability(
-                    d, rate, checkpoint_h, restart_h, interval, deadline_h=deadline_slack * d
-                )
-                for d in durations
-            ]
+    if not checkpointed:
+        # Restarted from zero on every interruption, these jobs stay on on-demand (whatever
+        # `mode` asks); price what checkpointing at the Young/Daly interval would unlock.
+        would = assess_job_class(job_class, **common_args) if checkpoint_h > 0 else None
+        unlock = None
+        if would is not None:
+            unlock = CheckpointUnlock(
+                interval_h=would.interval_h,
+                checkpoint_h=checkpoint_h,
+                mode=would.mode,
+                cost_ratio_vs_on_demand=would.cost_ratio_vs_on_demand,
+                completion_rate=would.completion_rate,
+                monthly_saving_usd=would.monthly_saving_usd,
+            )
+        return SpotAssessment(
+            job_class=job_class,
+            mode="on_demand",
+            rate_per_h=rate,
+            interval_h=math.inf,
+            wall_time_ratio=1.0,
+            cost_ratio_vs_on_demand=1.0,
+            spot_hours_share=0.0,
+            spot_dollar_share=0.0,
+            completion_rate=1.0,
+            spot_completion_rate=math.nan if would is None else would.spot_completion_rate,
+            reason=_unlock_reason(would, checkpoint_h),
+            checkpointed=False,
+            duration_model=model,
+            monthly_on_demand_usd=monthly_on_demand_usd,
+            unlock=unlock,
         )
-    )
+
+    rng = np.random.default_rng(seed)
+    durations = np.maximum(duration_ppf_h((np.arange(points) + 0.5) / points), MIN_WORK_H)
+    work = stratified_durations_h(duration_ppf_h, sim_jobs, rng)
+    interval = daly_interval_h(checkpoint_h, rate) if checkpoint_h > 0 else math.inf
+    walls = _exact_wall_times_h(work, rate, checkpoint_h, restart_h, interval)
+    wall_ratio = float(walls.sum() / work.sum())  # GPU-hour weighted
+    if math.isfinite(wall_ratio):
+        sim = simulate_spot_jobs(
+            sim_jobs, work, rate, checkpoint_h, restart_h, interval,
+            deadline_h=deadline_slack * uninterrupted_time_h(work, checkpoint_h, interval),
+            seed=seed + 1,
+        )  # fmt: skip
+        completed = int(sim.completed.sum())
+    else:
+        completed = 0  # some jobs would practically never finish
+    completion = completed / sim_jobs
     spot_cost_ratio = spot_rate * wall_ratio / on_demand_rate
+    interval_words = _interval_words(*wilson_interval(completed, sim_jobs))
     common = {
         "job_class": job_class,
         "rate_per_h": rate,
         "interval_h": interval,
         "wall_time_ratio": wall_ratio,
         "spot_completion_rate": completion,
+        "duration_model": model,
+        "monthly_on_demand_usd": monthly_on_demand_usd,
     }
     on_demand = SpotAssessment(
         **common,
@@ -523,7 +727,7 @@ def assess_job_class(
         spot_hours_share=0.0,
         spot_dollar_share=0.0,
         completion_rate=1.0,
-        reason=f"spot costs {spot_cost_ratio:.2f}x on-demand once interruptions are paid for",
+        reason=f"spot would cost {spot_cost_ratio:.2f}x on-demand once interruptions are paid for",
     )
     plain = SpotAssessment(
         **common,
@@ -532,13 +736,20 @@ def assess_job_class(
         spot_hours_share=1.0,
         spot_dollar_share=1.0,
         completion_rate=completion,
-        reason=f"spot at {spot_cost_ratio:.2f}x on-demand, {100 * completion:.1f}% finish by the deadline",
+        simulated_jobs=sim_jobs,
+        completed_jobs=completed,
+        completion_interval=wilson_interval(completed, sim_jobs),
+        reason=(
+            f"spot at {spot_cost_ratio:.2f}x on-demand; {_pct(completion)} of {sim_jobs:,} simulated jobs "
+            f"finish by the deadline ({interval_words})"
+        ),
     )
     if mode == "on_demand" or (mode is None and spot_cost_ratio >= 1.0):
         return on_demand
     if mode == "spot" or (mode is None and completion >= min_completion):
         return plain
     safe_cost = safe_spot_h = safe_od_h = safe_spot_usd = 0.0
+    missed = 0
     for i, d in enumerate(durations):
         res = simulate_uniform_progress(
             safe_sim_jobs,
@@ -547,7 +758,7 @@ def assess_job_class(
             checkpoint_h,
             restart_h,
             interval,
-            deadline_slack * d,
+            deadline_slack * float(uninterrupted_time_h(np.array([d]), checkpoint_h, interval)[0]),
             spot_rate,
             on_demand_rate,
             seed=seed + 7919 * i,
@@ -556,23 +767,46 @@ def assess_job_class(
         safe_spot_h += res.mean_spot_hours
         safe_spot_usd += res.mean_spot_hours * spot_rate
         safe_od_h += res.mean_on_demand_hours
+        missed += res.missed_deadlines
     safe_ratio = safe_cost / (on_demand_rate * durations.sum())
     if mode == "spot_deadline_safe" or (deadline_slack >= 1.0 and safe_ratio < 1.0):
+        trials = safe_sim_jobs * durations.size
         return SpotAssessment(
             **common,
             mode="spot_deadline_safe",
             cost_ratio_vs_on_demand=safe_ratio,
             spot_hours_share=safe_spot_h / (safe_spot_h + safe_od_h),
             spot_dollar_share=safe_spot_usd / safe_cost,
-            completion_rate=1.0,
+            completion_rate=(trials - missed) / trials,
+            simulated_jobs=trials,
+            completed_jobs=trials - missed,
+            completion_interval=wilson_interval(trials - missed, trials),
             reason=(
-                f"plain spot finishes only {100 * completion:.1f}% by the deadline; "
-                f"uniform-progress spot meets every deadline at {safe_ratio:.2f}x on-demand"
+                f"plain spot finishes only {_pct(completion)} by the deadline ({interval_words}); "
+                f"uniform-progress spot met every deadline of {trials:,} simulated jobs at "
+                f"{safe_ratio:.2f}x on-demand"
             ),
         )
-    return SpotAssessment(
-        **{
-            **asdict(on_demand),
-            "reason": f"deadlines too tight for spot ({100 * completion:.1f}% would finish)",
-        }
+    return replace(on_demand, reason=f"deadlines too tight for spot ({_pct(completion)} would finish)")
+
+
+def save_words(checkpoint_h: float) -> str:
+    """'a 22-second save', 'a 3-minute save'."""
+    seconds = 3600.0 * checkpoint_h
+    return f"a {seconds:.0f}-second save" if seconds < 90 else f"a {seconds / 60:.0f}-minute save"
+
+
+def _unlock_reason(would: SpotAssessment | None, checkpoint_h: float) -> str:
+    head = "most jobs of this class do not checkpoint, so an interruption restarts them from zero: kept on on-demand"
+    if would is None:
+        return f"{head} (no checkpoint time known to price checkpointing)"
+    every = f"checkpointing every {would.interval_h:.1f} h (the Young/Daly interval for {save_words(checkpoint_h)})"
+    if not would.uses_spot:
+        return f"{head}; even {every}, {would.reason}"
+    saving = would.monthly_saving_usd
+    return (
+        f"{head}. {every[0].upper() + every[1:]} would let them run on "
+        f"{'deadline-safe spot' if would.mode == 'spot_deadline_safe' else 'spot'} at "
+        f"{would.cost_ratio_vs_on_demand:.2f}x on-demand with {_pct(would.completion_rate)} finishing by "
+        f"the deadline" + (f", about ${saving:,.0f} a month less" if saving is not None else "")
     )
