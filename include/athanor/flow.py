@@ -278,18 +278,15 @@ def recommend_lifecycle(run: RunContext) -> dict:
 
 def recommend_gpus(run: RunContext) -> dict:
     """Per workload class, which GPU type and how many to run on (the GPU plan)."""
-    from athanor.recommend import gpu_choice, gpu_plan
+    from athanor.recommend import gpu_plan
+    from athanor.recommend import nightly as recommend
 
     con = run.connect()
     try:
         as_of = _as_of(run, con)
-        slack = run.params.get("deadline_slack")
-        result = gpu_plan.recommend_gpus(
-            con,
-            run.run_id,
-            as_of,
-            deadline_slack=float(slack) if slack not in (None, "") else gpu_choice.DEFAULT_DEADLINE_SLACK,
-        )
+        # The purchase mix's deadline slack (the settings, or the run's form): one meaning of late.
+        slack = recommend.PricingAssumptions.from_settings(run.settings, run.params).deadline_slack
+        result = gpu_plan.recommend_gpus(con, run.run_id, as_of, deadline_slack=slack)
     finally:
         con.close()
     return result
