@@ -1,7 +1,10 @@
--- Rule: a day's BilledCost per account and currency far above the days before it:
--- above median + k * 1.4826 * MAD (a robust z-score above k) of the previous N days, and
+-- Rule: a day's BilledCost of usage lines per account and currency far above the days before
+-- it: above median + k * 1.4826 * MAD (a robust z-score above k) of the previous N days, and
 -- at least (1 + min_jump) x the median (a flat history has MAD 0) and min_increase above it
 -- (cents are not news). Needs min_history days.
+-- Like with like: only ChargeCategory 'Usage'. Purchases (upfront and monthly commitment fees),
+-- tax and credits land on known days of the billing cycle (the 1st, the month's end); they are
+-- expected, not anomalies, and would raise a warning every month.
 -- Currencies are never summed together. One row per anomalous day; always a warning.
 with params as (
     select * from dq_params
@@ -11,21 +14,26 @@ restated as (
     select distinct billing_account_id, billing_period_start from {batch}
 ),
 
+usage_batch as (
+    select * from {batch} where charge_category = 'Usage'
+),
+
 incoming_days as (
     select billing_account_id, billing_currency, charge_period_start::date as day, min(source_file) as source_file
-    from {batch}
+    from usage_batch
     group by all
 ),
 
 daily as (
     select billing_account_id, billing_currency, charge_period_start::date as day, sum(billed_cost) as cost
     from (
-        select billing_account_id, billing_currency, charge_period_start, billed_cost from {batch}
+        select billing_account_id, billing_currency, charge_period_start, billed_cost from usage_batch
         union all
         select facts.billing_account_id, facts.billing_currency, facts.charge_period_start, facts.billed_cost
         from billing_facts as facts
         anti join restated using (billing_account_id, billing_period_start)
-        where facts.charge_period_start >= (select min(day) from incoming_days)
+        where facts.charge_category = 'Usage'
+          and facts.charge_period_start >= (select min(day) from incoming_days)
                                            - to_days((select anomaly_window_days from params))
           and facts.charge_period_start < (select max(day) from incoming_days) + interval 1 day
     )

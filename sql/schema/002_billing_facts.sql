@@ -62,11 +62,36 @@ create table if not exists billing_facts (
     x_operation                    varchar,            -- e.g. RunInstances
     x_line_item_id                 varchar,            -- the provider's line-item id, where it has one
     x_commitment_end               timestamp,          -- when the commitment covering this line ends
-    x_provider_columns             map(varchar, varchar) -- the provider's own x_ / extra columns, kept verbatim
+    x_provider_columns             map(varchar, varchar), -- the provider's own x_ / extra columns, kept verbatim
+    -- FOCUS 1.2 columns no Athanor logic reads, kept for analysts (null where a source lacks them).
+    invoice_id                     varchar,
+    billing_account_type           varchar,
+    sub_account_type               varchar,
+    service_subcategory            varchar,
+    sku_meter                      varchar,
+    sku_price_details              varchar,            -- JSON text, as the provider writes it
+    pricing_currency               varchar,
+    pricing_currency_contracted_unit_price decimal(38, 12),
+    pricing_currency_effective_cost        decimal(38, 12),
+    pricing_currency_list_unit_price       decimal(38, 12),
+    capacity_reservation_id        varchar,
+    capacity_reservation_status    varchar             -- Used | Unused
 );
 
 -- Warehouses created before these columns existed.
 alter table billing_facts add column if not exists x_usage_type varchar;
 alter table billing_facts add column if not exists x_operation varchar;
 alter table billing_facts add column if not exists x_line_item_id varchar;
-alter table billing_facts add column if not exists x_commitment_end timestamp
+alter table billing_facts add column if not exists x_commitment_end timestamp;
+alter table billing_facts add column if not exists invoice_id varchar;
+alter table billing_facts add column if not exists billing_account_type varchar;
+alter table billing_facts add column if not exists sub_account_type varchar;
+alter table billing_facts add column if not exists service_subcategory varchar;
+alter table billing_facts add column if not exists sku_meter varchar;
+alter table billing_facts add column if not exists sku_price_details varchar;
+alter table billing_facts add column if not exists pricing_currency varchar;
+alter table billing_facts add column if not exists pricing_currency_contracted_unit_price decimal(38, 12);
+alter table billing_facts add column if not exists pricing_currency_effective_cost decimal(38, 12);
+alter table billing_facts add column if not exists pricing_currency_list_unit_price decimal(38, 12);
+alter table billing_facts add column if not exists capacity_reservation_id varchar;
+alter table billing_facts add column if not exists capacity_reservation_status varchar

@@ -1,4 +1,5 @@
--- The analysts' view of billing facts under FOCUS column names (stable; add, never rename).
+-- The analysts' view of billing facts under FOCUS column names (stable; add, never rename): every
+-- FOCUS 1.2 column, plus the provider's own columns (x_ProviderColumns) and Athanor's x_ columns.
 create or replace view focus_charges as
 select
     availability_zone            as AvailabilityZone,
@@ -56,6 +57,19 @@ select
     x_operation                  as x_Operation,
     x_line_item_id               as x_LineItemId,
     x_commitment_end             as x_CommitmentDiscountEnd,
+    billing_account_type         as BillingAccountType,
+    capacity_reservation_id      as CapacityReservationId,
+    capacity_reservation_status  as CapacityReservationStatus,
+    invoice_id                   as InvoiceId,
+    pricing_currency             as PricingCurrency,
+    pricing_currency_contracted_unit_price as PricingCurrencyContractedUnitPrice,
+    pricing_currency_effective_cost        as PricingCurrencyEffectiveCost,
+    pricing_currency_list_unit_price       as PricingCurrencyListUnitPrice,
+    service_subcategory          as ServiceSubcategory,
+    sku_meter                    as SkuMeter,
+    sku_price_details            as SkuPriceDetails,
+    sub_account_type             as SubAccountType,
+    x_provider_columns           as x_ProviderColumns,
     load_id                      as x_LoadId,
     source_file                  as x_SourceFile,
     source_row                   as x_SourceRow

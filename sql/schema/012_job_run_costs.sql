@@ -1,4 +1,5 @@
--- Grain: one row per training job that billing rows are tagged to (tag job_id).
+-- Grain: one row per training job and billing currency of the rows tagged to it (tag job_id);
+-- a job no billing row names keeps one row with empty costs and says why (cost_status).
 -- Links what the scheduler saw (job_runs) to what the cloud charged for it.
 create or replace view job_run_costs as
 with tagged as (
@@ -12,6 +13,11 @@ with tagged as (
     from billing_facts
     where tags['job_id'] is not null and x_instance_type is not null
     group by all
+),
+
+billed_span as (
+    select min(charge_period_start) as first_hour, max(charge_period_end) as last_hour
+    from billing_facts
 )
 
 select
@@ -26,6 +32,15 @@ select
     t.effective_cost,
     t.billed_cost,
     t.instance_hours,
-    t.billing_rows
+    t.billing_rows,
+    case
+        when t.job_id is not null then 'billed'
+        when j.start_time is null then 'never started'
+        when b.first_hour is null
+          or coalesce(j.end_time, j.start_time) < b.first_hour
+          or j.start_time >= b.last_hour then 'outside the billed period'
+        else 'no billing match'
+    end                                        as cost_status
 from job_run_facts as j
-join tagged as t using (job_id)
+left join tagged as t using (job_id)
+cross join billed_span as b

@@ -81,6 +81,18 @@ comment on column billing_facts.x_operation is 'Provider operation (CUR line_ite
 comment on column billing_facts.x_line_item_id is 'Provider line-item id (CUR identity_line_item_id); null where the export has none.';
 comment on column billing_facts.x_commitment_end is 'When the reservation or savings plan covering this line ends (CUR reservation_end_time / savings_plan_end_time, FOCUS x_CommitmentDiscountEnd).';
 comment on column billing_facts.x_provider_columns is 'Athanor: the provider''s own extra columns (x_ columns and the like), kept verbatim.';
+comment on column billing_facts.invoice_id is 'FOCUS InvoiceId: the invoice the charge is on.';
+comment on column billing_facts.billing_account_type is 'FOCUS BillingAccountType: the provider''s kind of billing account.';
+comment on column billing_facts.sub_account_type is 'FOCUS SubAccountType: the provider''s kind of sub account.';
+comment on column billing_facts.service_subcategory is 'FOCUS ServiceSubcategory (e.g. Virtual Machines, Block Storage).';
+comment on column billing_facts.sku_meter is 'FOCUS SkuMeter: what the SKU measures (e.g. Compute Usage).';
+comment on column billing_facts.sku_price_details is 'FOCUS SkuPriceDetails: the SKU price''s properties, JSON text as the provider writes it.';
+comment on column billing_facts.pricing_currency is 'FOCUS PricingCurrency: currency of the PricingCurrency* columns when the provider prices in another currency than it bills.';
+comment on column billing_facts.pricing_currency_contracted_unit_price is 'FOCUS PricingCurrencyContractedUnitPrice, in pricing_currency.';
+comment on column billing_facts.pricing_currency_effective_cost is 'FOCUS PricingCurrencyEffectiveCost, in pricing_currency.';
+comment on column billing_facts.pricing_currency_list_unit_price is 'FOCUS PricingCurrencyListUnitPrice, in pricing_currency.';
+comment on column billing_facts.capacity_reservation_id is 'FOCUS CapacityReservationId: the capacity reservation the charge belongs to.';
+comment on column billing_facts.capacity_reservation_status is 'FOCUS CapacityReservationStatus: Used | Unused.';
 
 comment on table reconciliations is 'File totals checked against what was loaded. Grain: one row per source file and currency per load; a load commits only when they agree to the cent.';
 comment on column reconciliations.load_id is 'Lineage: the delivery (loads.load_id).';
@@ -180,7 +192,7 @@ comment on column gpu_plan.frontier is 'The cost-time frontier as JSON, fastest 
 comment on table recommendations is 'Recommended actions with their money. Grain: one row per recommended action (kind, scope) per optimize run. Money in USD per 730-hour month unless named otherwise.';
 comment on column recommendations.run_id is 'The optimize run that recommended it.';
 comment on column recommendations.as_of is 'The day the run was for.';
-comment on column recommendations.kind is 'reserved_instances | savings_plan | spot | lifecycle | ebs | gpu_choice (run a workload class on another GPU type or count: scope is the class).';
+comment on column recommendations.kind is 'reserved_instances | savings_plan | spot | checkpointing (what checkpointing a class that does not would save on spot; not in the fleet total) | mix | lifecycle | ebs | storage | gpu_choice (run a workload class on another GPU type or count: scope is the class).';
 comment on column recommendations.scope is 'What it applies to: a pool (p4d/us-east-1), a job class, or bucket/prefix.';
 comment on column recommendations.action is 'One sentence a person can act on.';
 comment on column recommendations.recommended_quantity is 'Units to buy (reserved instances), else null.';
@@ -192,11 +204,11 @@ comment on column recommendations.estimated_monthly_cost is 'USD per month with 
 comment on column recommendations.current_monthly_cost is 'USD per month without it.';
 comment on column recommendations.estimated_monthly_savings_amount is 'current_monthly_cost - estimated_monthly_cost, USD per month.';
 comment on column recommendations.estimated_savings_percentage is 'Savings as a percentage (0-100) of current_monthly_cost.';
-comment on column recommendations.average_utilization is 'Expected utilisation (0-1) of the commitment held after the purchase.';
+comment on column recommendations.average_utilization is 'Expected utilisation (0-1): of the units bought for a reservation (it pays above commit rate / on-demand rate, the break-even utilisation); of the savings plan''s dollars; of all commitments held after the purchase for the fleet mix.';
 comment on column recommendations.coverage is 'Expected share (0-1) of demand hours covered by commitments.';
-comment on column recommendations.break_even_months is 'Months until the upfront part pays back; null when it never does.';
-comment on column recommendations.risk is 'What could make the saving smaller, in words (e.g. interruption rate, demand drop).';
-comment on column recommendations.assumptions is 'Prices, rates and parameters the recommendation used, as JSON.';
+comment on column recommendations.break_even_months is 'Months until the upfront payment pays back; null when nothing is paid upfront (or it never pays back).';
+comment on column recommendations.risk is 'What could make the saving smaller, in words (e.g. demand drop); for spot, the share of simulated jobs that finish by their deadline with its 95 % interval.';
+comment on column recommendations.assumptions is 'Every price, rate and parameter the recommendation used, as JSON: for the purchase mix the pricing settings (or the run''s overrides, listed in overridden), offers, interruption rate per job class with its Spot Advisor source, the duration model per class, the planning window.';
 comment on column recommendations.detail is 'Kind-specific detail as JSON (for lifecycle: lifecycle_configuration, the S3 configuration boto3 takes).';
 
 comment on table backtests is 'Walk-forward backtest of the commitment policy. Grain: one row per scenario, policy and scored month per run (recommend on data up to month m, score on m+1).';
@@ -337,6 +349,19 @@ comment on column focus_charges.x_UsageType is '= billing_facts.x_usage_type: Pr
 comment on column focus_charges.x_Operation is '= billing_facts.x_operation: Provider operation (CUR line_item_operation, FOCUS x_Operation), e.g. RunInstances.';
 comment on column focus_charges.x_LineItemId is '= billing_facts.x_line_item_id: Provider line-item id (CUR identity_line_item_id); null where the export has none.';
 comment on column focus_charges.x_CommitmentDiscountEnd is '= billing_facts.x_commitment_end: When the reservation or savings plan covering this line ends (CUR reservation_end_time / savings_plan_end_time, FOCUS x_CommitmentDiscountEnd).';
+comment on column focus_charges.BillingAccountType is '= billing_facts.billing_account_type: FOCUS BillingAccountType.';
+comment on column focus_charges.CapacityReservationId is '= billing_facts.capacity_reservation_id: FOCUS CapacityReservationId.';
+comment on column focus_charges.CapacityReservationStatus is '= billing_facts.capacity_reservation_status: FOCUS CapacityReservationStatus: Used | Unused.';
+comment on column focus_charges.InvoiceId is '= billing_facts.invoice_id: FOCUS InvoiceId.';
+comment on column focus_charges.PricingCurrency is '= billing_facts.pricing_currency: FOCUS PricingCurrency.';
+comment on column focus_charges.PricingCurrencyContractedUnitPrice is '= billing_facts.pricing_currency_contracted_unit_price: FOCUS PricingCurrencyContractedUnitPrice, in PricingCurrency.';
+comment on column focus_charges.PricingCurrencyEffectiveCost is '= billing_facts.pricing_currency_effective_cost: FOCUS PricingCurrencyEffectiveCost, in PricingCurrency.';
+comment on column focus_charges.PricingCurrencyListUnitPrice is '= billing_facts.pricing_currency_list_unit_price: FOCUS PricingCurrencyListUnitPrice, in PricingCurrency.';
+comment on column focus_charges.ServiceSubcategory is '= billing_facts.service_subcategory: FOCUS ServiceSubcategory.';
+comment on column focus_charges.SkuMeter is '= billing_facts.sku_meter: FOCUS SkuMeter.';
+comment on column focus_charges.SkuPriceDetails is '= billing_facts.sku_price_details: FOCUS SkuPriceDetails (JSON text).';
+comment on column focus_charges.SubAccountType is '= billing_facts.sub_account_type: FOCUS SubAccountType.';
+comment on column focus_charges.x_ProviderColumns is '= billing_facts.x_provider_columns: the provider''s own columns the source carried beyond FOCUS (e.g. x_ServiceCode), verbatim; x_ProviderColumns[''x_ServiceCode''] reads one.';
 comment on column focus_charges.x_LoadId is '= billing_facts.load_id: Lineage: the delivery (loads.load_id) this row came from.';
 comment on column focus_charges.x_SourceFile is '= billing_facts.source_file: Lineage: the file inside the delivery.';
 comment on column focus_charges.x_SourceRow is '= billing_facts.source_row: Lineage: 1-based data row in that file.';
@@ -370,7 +395,7 @@ comment on column ref_units.source_unit is 'A source''s unit, lower-cased: hrs, 
 comment on column ref_units.unit is 'The unit as FOCUS spells it: Hours, GB-Months.';
 comment on column ref_units.note is 'Where the spelling is found.';
 
-comment on view job_run_costs is 'Training jobs joined to the billing rows tagged with their job_id. Grain: one row per job and billing currency.';
+comment on view job_run_costs is 'Every training job with the cost of the billing rows tagged with its job_id; a job no row names is kept, with empty costs and cost_status saying why. Grain: one row per job and billing currency (one row for a job without billing rows).';
 comment on column job_run_costs.job_id is 'Job id (job_runs.job_id = billing tag job_id).';
 comment on column job_run_costs.team is 'Team tag of the job.';
 comment on column job_run_costs.model is 'Model tag of the job.';
@@ -383,6 +408,7 @@ comment on column job_run_costs.effective_cost is 'Amortised cost of the job''s 
 comment on column job_run_costs.billed_cost is 'Invoiced cost of the job''s compute rows.';
 comment on column job_run_costs.instance_hours is 'Instance-hours billed for the job.';
 comment on column job_run_costs.billing_rows is 'Number of billing rows tagged to the job.';
+comment on column job_run_costs.cost_status is 'billed | never started (no start time: nothing to bill) | outside the billed period (the job ran before the first or after the last billed hour loaded) | no billing match (no compute billing row carries the tag job_id of this job).';
 
 comment on view ref_instance_families is 'Reference size of each instance family (its largest size): the unit pools are counted in. Grain: one row per instance family.';
 comment on column ref_instance_families.instance_family is 'Family, e.g. p4d.';

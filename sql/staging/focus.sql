@@ -79,7 +79,22 @@ typed as (
         -- Not a FOCUS column: exporters that know the end date add it. A bad value is not
         -- worth failing a month's load over; it reads as unknown.
         cast(try_cast(nullif(x_CommitmentDiscountEnd, '') as timestamptz) as timestamp) as x_commitment_end,
-        __extras                                                       as x_provider_columns
+        __extras                                                       as x_provider_columns,
+        -- FOCUS 1.2 columns kept for analysts (null in a 1.0 / 1.1 file).
+        InvoiceId                                                      as invoice_id,
+        BillingAccountType                                             as billing_account_type,
+        SubAccountType                                                 as sub_account_type,
+        ServiceSubcategory                                             as service_subcategory,
+        SkuMeter                                                       as sku_meter,
+        SkuPriceDetails                                                as sku_price_details,
+        upper(PricingCurrency)                                         as pricing_currency,
+        PricingCurrencyContractedUnitPrice                             as pricing_currency_contracted_unit_price,
+        PricingCurrencyEffectiveCost                                   as pricing_currency_effective_cost,
+        PricingCurrencyListUnitPrice                                   as pricing_currency_list_unit_price,
+        CapacityReservationId                                          as capacity_reservation_id,
+        case lower(CapacityReservationStatus)
+            when 'used' then 'Used' when 'unused' then 'Unused' else CapacityReservationStatus
+        end                                                            as capacity_reservation_status
     from source
 ),
 

@@ -34,6 +34,9 @@ FORMAT = BillingFormat(
         "PricingQuantity",
         "ConsumedQuantity",
         "CommitmentDiscountQuantity",
+        "PricingCurrencyContractedUnitPrice",
+        "PricingCurrencyEffectiveCost",
+        "PricingCurrencyListUnitPrice",
     ),
     timestamps=("BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd"),
     not_null=("BillingAccountId", "BillingCurrency", "ChargeCategory", "BilledCost", "EffectiveCost")

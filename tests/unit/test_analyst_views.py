@@ -1,0 +1,210 @@
+"""What analysts read: every job in job_run_costs (with why it has no cost), every FOCUS 1.2 column
+a source carries in focus_charges, cost anomalies on usage lines only, the latest recommendations
+by run time."""
+
+from __future__ import annotations
+
+import csv
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from athanor.ingest.billing import ingest_billing
+from athanor.reference import focus_columns
+from athanor.warehouse.docs import EXAMPLES
+
+
+def _billing_row(day: int, job_id: str | None) -> str:
+    tags = "map(['job_id'], ['" + job_id + "'])" if job_id else "map()"
+    return f"""('L', 'f.csv', {day}, 'focus', 'a', 'USD', '2026-11-01', '2026-12-01',
+               timestamp '2026-11-01' + to_days({day - 1}), timestamp '2026-11-01' + to_days({day}), 'Usage',
+               21.96, 21.96, {tags}, 'p4d.24xlarge', 1)"""
+
+
+def test_job_run_costs_keeps_every_job_and_says_why_it_has_no_cost(warehouse) -> None:
+    # Billing covers 2026-11-01 .. 11-04 (exclusive); two days are tagged to job A.
+    warehouse.execute(
+        """insert into billing_facts (load_id, source_file, source_row, source_format, billing_account_id,
+               billing_currency, billing_period_start, billing_period_end, charge_period_start,
+               charge_period_end, charge_category, billed_cost, effective_cost, tags, x_instance_type,
+               x_usage_hours) values """
+        + ", ".join([_billing_row(1, "A"), _billing_row(2, "A"), _billing_row(3, None)])
+    )
+    jobs = [  # job, start, end
+        ("A", "'2026-11-01 00:00'", "'2026-11-03 00:00'"),  # billed: two tagged rows
+        ("B", "'2026-11-02 00:00'", "'2026-11-02 05:00'"),  # ran while billed, no row names it
+        ("C", "null", "null"),  # cancelled before it started
+        ("D", "'2026-12-05 00:00'", "'2026-12-05 01:00'"),  # after the last billed hour
+        ("E", "'2026-10-01 00:00'", "'2026-10-02 00:00'"),  # before the first billed hour
+    ]
+    for i, (job, start, end) in enumerate(jobs):
+        warehouse.execute(
+            f"""insert into job_run_facts (load_id, source_file, source_row, source, job_id, start_time,
+                    end_time, state, instance_type, instance_count, gpus_per_instance, censored, gpu_count)
+                values ('J', 'jobs.csv', {i}, 'generic', '{job}', {start}, {end}, 'completed', 'p4d.24xlarge',
+                        1, 8, false, 8)"""
+        )
+    rows = warehouse.execute(
+        "select job_id, cost_status, effective_cost, billing_rows from job_run_costs order by job_id"
+    ).fetchall()
+    assert rows == [
+        ("A", "billed", Decimal("43.92"), 2),  # 2 x 21.96
+        ("B", "no billing match", None, None),
+        ("C", "never started", None, None),
+        ("D", "outside the billed period", None, None),
+        ("E", "outside the billed period", None, None),
+    ]
+    # No job is lost: one row per job here (one billing currency).
+    assert warehouse.execute("select count(*) from job_run_costs").fetchone()[0] == 5
+
+
+FOCUS_12_EXTRAS = {
+    "InvoiceId": "INV-2026-11",
+    "BillingAccountType": "Billing Account",
+    "SubAccountType": "Linked Account",
+    "ServiceSubcategory": "Virtual Machines",
+    "SkuMeter": "Compute Usage",
+    "SkuPriceDetails": '{"CoreCount": 96}',
+    "PricingCurrency": "eur",
+    "PricingCurrencyContractedUnitPrice": "9.20",
+    "PricingCurrencyEffectiveCost": "9.20",
+    "PricingCurrencyListUnitPrice": "9.50",
+    "CapacityReservationId": "cr-0123",
+    "CapacityReservationStatus": "used",
+    "x_ServiceCode": "AmazonEC2",
+}
+
+
+def _focus_rows(
+    month: str, days: int, cost: str = "10.00", extra: dict[str, str] | None = None
+) -> list[dict]:
+    year, mm = (int(p) for p in month.split("-"))
+    end = f"{year + mm // 12}-{mm % 12 + 1:02d}-01T00:00:00Z"
+    rows = []
+    for day in range(1, days + 1):
+        rows.append(
+            {
+                "BillingAccountId": "acct-1",
+                "BillingCurrency": "USD",
+                "BillingPeriodStart": f"{month}-01T00:00:00Z",
+                "BillingPeriodEnd": end,
+                "ChargePeriodStart": f"{month}-{day:02d}T00:00:00Z",
+                "ChargePeriodEnd": f"{month}-{day + 1:02d}T00:00:00Z" if day < days else end,
+                "ChargeCategory": "Usage",
+                "ChargeFrequency": "Usage-Based",
+                "PricingCategory": "Standard",
+                "BilledCost": cost,
+                "EffectiveCost": cost,
+                "ResourceId": f"i-{day}",
+                "ServiceName": "Amazon Elastic Compute Cloud",
+                "ProviderName": "AWS",
+                **(extra or {}),
+            }
+        )
+    return rows
+
+
+def _write(path: Path, rows: list[dict]) -> Path:
+    columns = list(dict.fromkeys(c for row in rows for c in row))
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns, restval="")
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def test_focus_charges_keeps_every_focus_column_a_source_provides(warehouse, tmp_path) -> None:
+    columns = [
+        name
+        for name, _ in warehouse.execute("select column_name, 1 from (describe focus_charges)").fetchall()
+    ]
+    assert set(focus_columns()) <= set(columns), sorted(set(focus_columns()) - set(columns))
+    ingest_billing(
+        warehouse, [_write(tmp_path / "focus.csv", _focus_rows("2026-11", 2, extra=FOCUS_12_EXTRAS))]
+    )
+    row = warehouse.execute(
+        """select InvoiceId, BillingAccountType, SubAccountType, ServiceSubcategory, SkuMeter, SkuPriceDetails,
+                  PricingCurrency, PricingCurrencyContractedUnitPrice, PricingCurrencyEffectiveCost,
+                  PricingCurrencyListUnitPrice, CapacityReservationId, CapacityReservationStatus,
+                  x_ProviderColumns['x_ServiceCode']
+           from focus_charges order by ChargePeriodStart limit 1"""
+    ).fetchone()
+    assert row == (
+        "INV-2026-11",
+        "Billing Account",
+        "Linked Account",
+        "Virtual Machines",
+        "Compute Usage",
+        '{"CoreCount": 96}',
+        "EUR",
+        Decimal("9.2"),
+        Decimal("9.2"),
+        Decimal("9.5"),
+        "cr-0123",
+        "Used",
+        "AmazonEC2",
+    )
+
+
+def _anomaly_warnings(con, load_id: str) -> list[str]:
+    rows = con.execute(
+        "select examples from dq_results where load_id = ? and rule = 'daily_cost_anomaly' and not success",
+        [load_id],
+    ).fetchall()
+    return [example for (examples,) in rows for example in examples]
+
+
+def test_cost_anomalies_compare_usage_with_usage(warehouse, tmp_path) -> None:
+    # October: 31 days of 10.00 usage. November: the same usage, plus the month's reservation fee
+    # (a Purchase line of 5,000 on the 1st) and its tax (800 on the 30th), plus a real usage spike
+    # on the 18th. Summing every line, the 1st would read 5,010 against a median of 10.
+    ingest_billing(warehouse, [_write(tmp_path / "october.csv", _focus_rows("2026-10", 31))])
+    november = _focus_rows("2026-11", 30)
+    november[17]["BilledCost"] = november[17]["EffectiveCost"] = "1000.00"
+    fee = {**november[0], "ChargeCategory": "Purchase", "ChargeFrequency": "Recurring", "ResourceId": "ri-1"}
+    tax = {**november[29], "ChargeCategory": "Tax", "ChargeFrequency": "Recurring", "ResourceId": "tax"}
+    fee["BilledCost"] = fee["EffectiveCost"] = "5000.00"
+    tax["BilledCost"] = tax["EffectiveCost"] = "800.00"
+    result = ingest_billing(warehouse, [_write(tmp_path / "november.csv", [*november, fee, tax])])
+    assert _anomaly_warnings(warehouse, result.load_id) == ["2026-11-18 acct-1: USD 1000.00 vs median 10.00"]
+
+
+@pytest.mark.parametrize(
+    ("finished", "expected"),
+    [
+        # The same day run twice: the manual re-run at 09:10 is the latest, although its id sorts first.
+        (
+            {"scheduled__2026-11-30T02:30:00+00:00": "02:45", "manual__2026-11-30T09:00:00+00:00": "09:10"},
+            "manual",
+        ),
+        (
+            {"scheduled__2026-11-30T02:30:00+00:00": "09:45", "manual__2026-11-30T09:00:00+00:00": "09:10"},
+            "scheduled",
+        ),
+    ],
+)
+def test_latest_recommendations_example_sorts_runs_by_time(warehouse, finished, expected) -> None:
+    example = next(e for e in EXAMPLES if e.title == "The latest recommendations, biggest saving first")
+    for run_id, at in finished.items():
+        warehouse.execute(
+            """insert into recommendations (run_id, as_of, kind, scope, action, estimated_monthly_savings_amount)
+               values (?, date '2026-11-30', 'mix', 'fleet', ?, 1)""",
+            [run_id, f"from {run_id.split('__')[0]}"],
+        )
+        warehouse.execute(
+            """insert into pipeline_runs (run_id, stage, as_of, started_at, finished_at, status)
+               values (?, 'recommend_mix', date '2026-11-30', timestamp '2026-11-30 00:00', ?, 'success')""",
+            [run_id, f"2026-11-30 {at}"],
+        )
+    # A backfill of an earlier day that ran last of all is not "the latest recommendations".
+    warehouse.execute(
+        """insert into recommendations (run_id, as_of, kind, scope, action)
+           values ('backfill__2026-11-29', date '2026-11-29', 'mix', 'fleet', 'from backfill')"""
+    )
+    warehouse.execute(
+        """insert into pipeline_runs (run_id, stage, as_of, started_at, finished_at, status)
+           values ('backfill__2026-11-29', 'recommend_mix', date '2026-11-29', timestamp '2026-11-30 10:00',
+                   timestamp '2026-11-30 10:05', 'success')"""
+    )
+    assert [row[2] for row in warehouse.execute(example.sql).fetchall()] == [f"from {expected}"]
