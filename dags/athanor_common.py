@@ -20,10 +20,17 @@ ASSETS = {asset.name: asset for asset in (WAREHOUSE_ASSET, REPORT_ASSET)}
 
 
 def run_stage(name: str, context: Any, *inputs: Any) -> dict:
-    """Run one stage of the nightly flow; bad data fails at once (a retry cannot fix it)."""
-    from airflow.sdk.exceptions import AirflowFailException
+    """Run one stage of the nightly flow; bad data fails at once (a retry cannot fix it).
+
+    A stage that updates an asset says so with the day it worked on, as the event's extra
+    (`{"as_of": "2026-11-30"}`: the day the asset-triggered run then works on). When the stage
+    reports nothing new for that day (or a dry run), the task ends skipped: Airflow emits no
+    event, so no downstream run starts.
+    """
+    from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
     from athanor.errors import DataRejected
+    from athanor.flow import STAGE
     from athanor.flow import run_stage as run
 
     def s3_client():
@@ -35,9 +42,16 @@ def run_stage(name: str, context: Any, *inputs: Any) -> dict:
         return S3Hook(aws_conn_id=Settings.from_env().landing_conn_id).get_conn()
 
     try:
-        return run(name, context, *inputs, s3_client=s3_client)
+        summary = run(name, context, *inputs, s3_client=s3_client)
     except DataRejected as exc:
         raise AirflowFailException(str(exc)) from None
+    emits = STAGE[name].emits
+    if emits:
+        event = summary.get("asset_event", {"as_of": summary.get("as_of")})
+        if event is None:
+            raise AirflowSkipException(f"{emits} not updated: {summary.get('not_emitted')}")
+        context["outlet_events"][ASSETS[emits]].extra = {k: v for k, v in event.items() if v is not None}
+    return summary
 
 
 def add_stage_tasks(dag_id: str) -> dict[str, Any]:

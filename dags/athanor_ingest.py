@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pendulum
-from airflow.sdk import Param, dag
+from airflow.sdk import CronDataIntervalTimetable, Param, dag
 
 from athanor_common import DEFAULT_ARGS, add_stage_tasks
 
@@ -15,14 +15,23 @@ warehouse in one transaction (a restated month replaces the earlier version), an
 validates what landed. A bad delivery fails the run with the file, row, column and rule,
 and is moved to quarantine; everything loaded before stays as it was.
 
+**Which day**: the run that fires at 02:30 UTC covers the previous UTC day (its data
+interval ends then): the run of 2026-12-01 02:30 works on 2026-11-30, and so does a
+backfill's run of logical date 2026-11-30. When it loaded something new for that day (or the
+day has no report yet), it updates the `athanor_warehouse` asset with the day, and
+`athanor_optimize` builds that day's report; otherwise the last task ends *skipped* and
+nothing downstream runs.
+
 **Manual runs** take a form: `as_of` (the day to run for), `source` (a folder or
-`s3://bucket/prefix` instead of the configured landing) and `dry_run` (list, don't load).
+`s3://bucket/prefix` instead of the configured landing) and `dry_run` (list what would load;
+writes nothing, announces nothing).
 """
 
 
 @dag(
     dag_id="athanor_ingest",
-    schedule="30 2 * * *",
+    # A data interval, not a trigger: the run at 02:30 covers the day that just ended.
+    schedule=CronDataIntervalTimetable("30 2 * * *", timezone="UTC"),
     start_date=pendulum.datetime(2026, 9, 1, tz="UTC"),
     catchup=False,
     max_active_runs=1,
@@ -35,7 +44,7 @@ and is moved to quarantine; everything loaded before stays as it was.
             type=["null", "string"],
             format="date",
             title="As of (day)",
-            description="Run for this day instead of the run's logical date.",
+            description="Run for this day instead of the one the run's data interval covers.",
         ),
         "source": Param(
             None,
@@ -44,7 +53,10 @@ and is moved to quarantine; everything loaded before stays as it was.
             description="Folder or s3://bucket/prefix to read instead of the configured landing.",
         ),
         "dry_run": Param(
-            False, type="boolean", title="Dry run", description="List the deliveries, load nothing."
+            False,
+            type="boolean",
+            title="Dry run",
+            description="List the deliveries; load, write and announce nothing.",
         ),
     },
 )

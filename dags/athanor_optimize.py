@@ -24,11 +24,13 @@ PRICING_PARAMS = {
 
 DOC = """
 ### Athanor optimize
-Runs whenever the ingest has updated the warehouse. Fits task-duration distributions
+Runs whenever the ingest has updated the warehouse, for the day the ingest's asset event
+names (`extra.as_of`), from the data known on that day. Fits task-duration distributions
 per workload group, builds hourly GPU demand per pool, recommends commitments, spot
 share and checkpoint-lifecycle rules (each with its monthly saving), backtests them,
 and publishes the report to `reports/<date>/` plus a read-only warehouse snapshot for
-analysts. `apply_lifecycle` stays a dry run unless the form says otherwise.
+analysts. `reports/latest/` only moves forward: a run for an earlier day (a backfill)
+leaves it on the later one. `apply_lifecycle` stays a dry run unless the form says otherwise.
 The pricing assumptions (reservation and savings-plan discounts, deadline slack, reservation
 utilisation floor) default to the settings; the form overrides them for one run, and every
 recommendation stores the values it used.
@@ -50,7 +52,8 @@ recommendation stores the values it used.
             type=["null", "string"],
             format="date",
             title="As of (day)",
-            description="Day the report is for (default: the latest day in the warehouse).",
+            description="Day the report is for (default: the day the triggering asset event names, "
+            "else the latest day in the warehouse).",
         ),
         "apply_lifecycle": Param(
             False,

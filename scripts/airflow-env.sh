@@ -15,7 +15,8 @@ export AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION=False
 export AIRFLOW__API__HOST="${AIRFLOW__API__HOST:-127.0.0.1}"
 export AIRFLOW__API__PORT="${AIRFLOW__API__PORT:-8080}"
 export AIRFLOW__DATABASE__SQL_ALCHEMY_CONN="${AIRFLOW__DATABASE__SQL_ALCHEMY_CONN:-sqlite:///$AIRFLOW_HOME/airflow.db}"
-export AIRFLOW__LOGGING__LOGGING_LEVEL="${AIRFLOW__LOGGING__LOGGING_LEVEL:-WARNING}"
+# INFO: a task's log shows what each stage read, loaded, skipped, rejected and wrote.
+export AIRFLOW__LOGGING__LOGGING_LEVEL="${AIRFLOW__LOGGING__LOGGING_LEVEL:-INFO}"
 mkdir -p "$AIRFLOW_HOME"
 # The generated JWT secret is too short and warns on every call: keep a 64-byte one per install.
 if [ ! -s "$AIRFLOW_HOME/jwt_secret" ]; then

@@ -7,15 +7,20 @@ The DAGs and `athanor run` both build themselves from `STAGES`; a stage function
 run and the summaries of the stages named in its `inputs`, and returns a small JSON-able
 summary. The task context is read as a plain mapping, so this module imports nothing from
 Airflow.
+
+Every stage logs at INFO (logger per module) what it read, loaded, skipped, rejected and wrote,
+and `run_stage` records it in `pipeline_runs` with its start and end; a dry run writes nothing.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +31,8 @@ from athanor.ingest.deliveries import ingest_deliveries
 from athanor.settings import Settings
 from athanor.warehouse import connect, insert_rows, sql, transaction
 from athanor.warehouse.connection import configure
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -49,6 +56,11 @@ class RunContext:
         return connect(
             s.warehouse, memory_limit=s.duckdb_memory_limit, threads=s.duckdb_threads, wait_s=s.writer_wait_s
         )
+
+    @property
+    def dry_run(self) -> bool:
+        """List what would load and write nothing: no warehouse, no files, no asset event."""
+        return bool(self.params.get("dry_run"))
 
 
 @contextmanager
@@ -80,27 +92,52 @@ def land(run: RunContext) -> dict:
     """List the deliveries at the landing source; mirror a bucket's into the local cache."""
     from athanor.land import landing
 
+    started = _now()
     source = str(run.params.get("source") or run.settings.landing)
     client = run.s3_client() if landing.is_s3(source) and run.s3_client else None
     ready, waiting = [], []
     for d in landing.list_deliveries(source, client):
         if not d.ready:
             waiting.append(f"{d.uri}: waiting for parts {', '.join(d.missing)}")
-        elif run.params.get("dry_run"):
+            logger.info("land: %s waits for %d missing part(s), not loaded yet", d.uri, len(d.missing))
+        elif run.dry_run:
             ready.append({"uri": d.uri, "files": [o.key for o in d.objects]})
         else:
             files = landing.fetch(d, run.settings.home / ".cache" / "landing", client)
             ready.append({"uri": d.uri, "files": [str(f) for f in files]})
-    return {"source": source, "deliveries": ready, "waiting": waiting}
+    files = sum(len(d["files"]) for d in ready)
+    logger.info(
+        "land: %d deliveries (%d files) ready and %d waiting at %s%s",
+        len(ready),
+        files,
+        len(waiting),
+        source,
+        " (dry run: listed, nothing fetched)" if run.dry_run else "",
+    )
+    # land holds no writer slot: the load stage records its pipeline_runs row from these times.
+    return {
+        "source": source,
+        "deliveries": ready,
+        "waiting": waiting,
+        "started_at": started.isoformat(),
+        "finished_at": _now().isoformat(),
+    }
 
 
 def load(run: RunContext, landed: dict) -> dict:
     """Load every new delivery; quarantine the bad ones and fail naming each of them."""
-    if run.params.get("dry_run"):
+    if run.dry_run:
+        for d in landed["deliveries"]:
+            logger.info("load (dry run): would load %s: %s", d["uri"], ", ".join(d["files"]))
         return {"dry_run": True, "deliveries": landed["deliveries"], "waiting": landed["waiting"]}
     deliveries = [(d["uri"], [Path(f) for f in d["files"]], False) for d in landed["deliveries"]]
     outcome = ingest_deliveries(
-        deliveries, run.settings.warehouse, settings=run.settings, as_of=run.as_of, run_id=run.run_id
+        deliveries,
+        run.settings.warehouse,
+        settings=run.settings,
+        as_of=run.as_of,
+        run_id=run.run_id,
+        quarantine=True,
     )
     from athanor.quality import quarantine
 
@@ -108,23 +145,34 @@ def load(run: RunContext, landed: dict) -> dict:
         str(quarantine(files, reason, run.settings.quarantine, run.run_id))
         for files, reason in zip(outcome.failed, outcome.errors, strict=True)
     ]
+    for path in quarantined:
+        logger.warning("load: moved to quarantine: %s", path)
     summary = {
         "loaded": outcome.lines,
         "waiting": landed["waiting"],
         "errors": outcome.errors,
         "quarantined": quarantined,
+        "unrecognised": outcome.unrecognised,  # files of no known format or unreadable, among errors
     }
-    _record_stage(run, "load", "failed" if outcome.errors else "success", summary)
     if outcome.errors:
-        raise DataRejected(
+        rejected = DataRejected(
             f"{len(outcome.errors)} deliver{'ies' if len(outcome.errors) != 1 else 'y'} rejected "
             f"(moved to quarantine): " + " | ".join(outcome.errors)
         )
+        rejected.summary = summary  # type: ignore[attr-defined]  # what run_stage records
+        raise rejected
     return summary
 
 
 def validate(run: RunContext, loaded: dict) -> dict:
-    """The run's data-quality verdict: every load was gated on its way in; sum up what was found."""
+    """The run's data-quality verdict: every load was gated on its way in; sum up what was found.
+
+    Also decides whether the warehouse changed for the run's day since that day's last report:
+    only then does the ingest announce it (the `athanor_warehouse` asset, carrying the day).
+    """
+    if run.dry_run:
+        logger.info("validate (dry run): nothing was loaded, nothing to check; no asset event")
+        return {"dry_run": True, "asset_event": None, "not_emitted": "dry run"}
     con = run.connect()
     try:
         unreconciled = con.execute("select count(*) from reconciliations where not reconciled").fetchone()[0]
@@ -133,6 +181,12 @@ def validate(run: RunContext, loaded: dict) -> dict:
                from dq_results where run_id = ? group by all order by 1""",
             [run.run_id],
         ).fetchall()
+        last_load, last_report = con.execute(
+            """select (select max(finished_at) from loads where status in ('loaded', 'replaced')),
+                      (select max(finished_at) from pipeline_runs
+                       where stage = 'publish' and status = 'success' and (?::date is null or as_of = ?::date))""",
+            [run.as_of, run.as_of],
+        ).fetchone()
     finally:
         con.close()
     if unreconciled:
@@ -140,11 +194,31 @@ def validate(run: RunContext, loaded: dict) -> dict:
         raise DataRejected(
             f"{unreconciled} loaded file(s) do not reconcile to the cent (see reconciliations)"
         )
-    return {
+    summary = {
         "rules_checked": sum(total for _, _, total in rules),
         "warnings": sum(failed for severity, failed, _ in rules if severity == "warn"),
         "loaded": len(loaded.get("loaded", [])),
     }
+    day = run.as_of.isoformat() if run.as_of else None
+    if last_load is None:
+        summary |= {"asset_event": None, "not_emitted": "the warehouse holds no delivery yet"}
+    elif last_report is not None and last_load <= last_report:
+        summary |= {
+            "asset_event": None,
+            "not_emitted": f"nothing loaded since the report for {day or 'the latest day'} "
+            f"was published at {last_report:%Y-%m-%d %H:%M:%S} UTC",
+        }
+    else:
+        summary["asset_event"] = {"as_of": day}
+    logger.info(
+        "validate: %d rule results of this run, %d warnings; %s",
+        summary["rules_checked"],
+        summary["warnings"],
+        f"warehouse updated for {day or 'the latest day'}: announcing it"
+        if summary["asset_event"]
+        else f"not announcing the warehouse: {summary['not_emitted']}",
+    )
+    return summary
 
 
 def _latest_day(con: duckdb.DuckDBPyConnection) -> date:
@@ -154,6 +228,11 @@ def _latest_day(con: duckdb.DuckDBPyConnection) -> date:
 
 def _as_of(run: RunContext, con: duckdb.DuckDBPyConnection) -> date:
     return run.as_of or _latest_day(con)
+
+
+def _end_of(day: date | None) -> datetime | None:
+    """The last moment of `day` (UTC): what was known by then, the way ingest measures running jobs."""
+    return datetime.combine(day, datetime.max.time()) if day else None
 
 
 def _drift_reason(row: dict[str, Any]) -> str | None:
@@ -186,15 +265,25 @@ def fit_durations(run: RunContext) -> dict:
     con = run.connect()
     try:
         as_of = _as_of(run, con)
-        frame = con.execute(sql("marts/job_durations")).df()
+        # Without a day of its own the run fits every job loaded (the report's day is then the
+        # latest billed one, which job logs need not share).
+        frame = con.execute(sql("marts/job_durations"), {"as_of_end": _end_of(run.as_of)}).df()
+        logger.info(
+            "fit_durations: read %d job runs known by %s (%d censored)",
+            len(frame),
+            run.as_of or "now",
+            int(frame["censored"].sum()) if len(frame) else 0,
+        )
         if frame.empty:
             return {"groups": 0}
         fits = [(["all"], f) for f in durations.fit_groups(frame, [])]
         fits += [(group_by, f) for f in durations.fit_groups(frame, group_by)]
         records = [(",".join(level), f.to_record()) for level, f in fits]
+        # Drift is against the fits of the closest earlier day (a backfill compares with the past).
         previous_run = con.execute(
-            "select run_id from duration_fits where run_id <> ? order by as_of desc, run_id desc limit 1",
-            [run.run_id],
+            """select run_id from duration_fits where run_id <> ? and as_of <= ?
+               order by as_of desc, run_id desc limit 1""",
+            [run.run_id, as_of],
         ).fetchone()
         previous = []
         if previous_run:
@@ -233,9 +322,18 @@ def fit_durations(run: RunContext) -> dict:
         }
     finally:
         con.close()
+    drifted = {g: reason for g, reason in drift.items() if reason}
+    logger.info(
+        "fit_durations: wrote %d fits to duration_fits for %s (previous run %s); %d drifted%s",
+        len(records),
+        as_of,
+        previous_run[0] if previous_run else "none",
+        len(drifted),
+        "".join(f"; {g}: {reason}" for g, reason in drifted.items()),
+    )
     return {
         "groups": len(records),
-        "drift": {g: reason for g, reason in drift.items() if reason},
+        "drift": drifted,
         "gpu_spend_explained_by_job_runs": explained,
     }
 
@@ -252,6 +350,7 @@ def recommend_mix(run: RunContext) -> dict:
         result = recommend.recommend_purchases(con, run.run_id, as_of, assumptions)
     finally:
         con.close()
+    logger.info("recommend_mix for %s: %s", as_of, _brief(result))
     return result
 
 
@@ -273,6 +372,9 @@ def recommend_lifecycle(run: RunContext) -> dict:
         )
     finally:
         con.close()
+    logger.info(
+        "recommend_lifecycle for %s (%s): %s", as_of, "applied" if apply else "dry run", _brief(result)
+    )
     return result
 
 
@@ -289,6 +391,7 @@ def recommend_gpus(run: RunContext) -> dict:
         result = gpu_plan.recommend_gpus(con, run.run_id, as_of, deadline_slack=slack)
     finally:
         con.close()
+    logger.info("recommend_gpus for %s: %s", as_of, _brief(result))
     return result
 
 
@@ -307,6 +410,17 @@ def publish(run: RunContext) -> dict:
     finally:
         con.close()
     published = {"report": str(paths.html), "snapshot": str(snapshot), "as_of": as_of.isoformat()}
+    logger.info(
+        "publish: wrote the report for %s to %s (%d CSV, %d lifecycle files); %s; snapshot %s",
+        as_of,
+        paths.dated_dir,
+        len(paths.csv),
+        len(paths.lifecycle),
+        f"{paths.latest_dir} now shows {as_of}"
+        if paths.latest_moved
+        else f"{paths.latest_dir} kept: it shows a later day",
+        snapshot,
+    )
     if run.settings.report_bucket:
         from athanor.publish import publish_report
 
@@ -314,7 +428,13 @@ def publish(run: RunContext) -> dict:
             raise ValueError(f"ATHANOR_REPORT_BUCKET={run.settings.report_bucket} needs a bucket connection")
         keys = publish_report(run.s3_client(), paths, run.settings.report_bucket)
         published["bucket_objects"] = len(keys)
+        logger.info("publish: uploaded %d objects to %s", len(keys), run.settings.report_bucket)
     return published
+
+
+def _brief(summary: dict) -> str:
+    """A stage summary for a log line: its scalar figures, not the nested detail."""
+    return ", ".join(f"{k}={v}" for k, v in summary.items() if isinstance(v, str | int | float | bool)) or "-"
 
 
 def _safe(name: str) -> str:
@@ -322,16 +442,22 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
 
-def _record_stage(run: RunContext, stage: str, status: str, summary: dict) -> None:
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def record_stage(
+    run: RunContext, stage: str, started: datetime, finished: datetime, status: str, summary: dict
+) -> None:
+    """The one writer of `pipeline_runs`: a stage of a run, its times (UTC) and summary."""
     con = run.connect()
     try:
-        now = datetime.now(UTC).replace(tzinfo=None)
         row = {
             "run_id": run.run_id,
             "stage": stage,
             "as_of": run.as_of,
-            "started_at": now,
-            "finished_at": now,
+            "started_at": started,
+            "finished_at": finished,
             "status": status,
             "summary": json.dumps(summary, default=str),
         }
@@ -390,24 +516,69 @@ def _params(context: Mapping[str, Any]) -> dict[str, Any]:
     return dict(context.get("params") or {})
 
 
+def _day(value: Any) -> date:
+    return value.date() if isinstance(value, datetime) else date.fromisoformat(str(value)[:10])
+
+
+def _moment(value: Any) -> datetime | None:
+    return value if value is None or isinstance(value, datetime) else datetime.fromisoformat(str(value))
+
+
+def _event_days(context: Mapping[str, Any]) -> list[date] | None:
+    """The days the asset events that triggered this run were for (None: not asset-triggered)."""
+    events = context.get("triggering_asset_events") or {}
+    if not events:
+        return None
+    days = []
+    for per_asset in events.values():
+        for event in per_asset:
+            extra = getattr(event, "extra", None)
+            if extra is None and isinstance(event, Mapping):
+                extra = event.get("extra")
+            if (extra or {}).get("as_of"):
+                days.append(_day(extra["as_of"]))
+    return days
+
+
 def as_of_from(context: Mapping[str, Any]) -> date | None:
     """The one place that decides which day a run works on.
 
-    An explicit `as_of` param wins (manual runs, backfills from the form); then the
-    run's logical date (scheduled runs); asset-triggered runs have no logical date and
-    return None, which the stages read as "the latest day in the warehouse".
+    In order: an explicit `as_of` param (the form); for a run started by the ingest's asset,
+    the day its events carry (the newest, when several were merged into one run); for a run
+    with a data interval (the nightly schedule, its backfills, and manual runs of it), the last
+    UTC day complete at the interval's end: the run that fires at 2026-12-01 02:30 covers
+    2026-11-30; otherwise the logical date's day. None (an asset event without a day, a run
+    without a date) means "the latest day in the warehouse".
     """
     explicit = _params(context).get("as_of")
     if explicit:
-        return date.fromisoformat(str(explicit)[:10])
+        return _day(explicit)
+    event_days = _event_days(context)
+    if event_days is not None:
+        if len(set(event_days)) > 1:
+            logger.warning(
+                "this run consumed asset events for %s: it works on the newest",
+                ", ".join(sorted(map(str, set(event_days)))),
+            )
+        return max(event_days) if event_days else None
+    start, end = (_moment(context.get(k)) for k in ("data_interval_start", "data_interval_end"))
+    if start is not None and end is not None and end > start:
+        return _day(end - timedelta(days=1))
     logical = context.get("logical_date")
-    if logical is not None:
-        return logical.date() if isinstance(logical, datetime) else date.fromisoformat(str(logical)[:10])
-    return None
+    return _day(logical) if logical is not None else None
 
 
 def run_id_from(context: Mapping[str, Any]) -> str:
     return str(context.get("run_id") or f"manual__{datetime.now(UTC):%Y%m%dT%H%M%S}")
+
+
+def _recordable(stages: Iterable[tuple[str, Any]]) -> list[tuple[str, dict]]:
+    """Summaries of input stages without a writer slot, to be recorded by the stage that has one."""
+    return [
+        (name, summary)
+        for name, summary in stages
+        if not STAGE[name].writes_warehouse and isinstance(summary, dict) and "started_at" in summary
+    ]
 
 
 def run_stage(
@@ -418,7 +589,11 @@ def run_stage(
     s3_client: Callable[[], Any] | None = None,
     held: duckdb.DuckDBPyConnection | None = None,
 ) -> dict:
-    """Run stage `name` for the run described by `context`; returns a small JSON-able summary."""
+    """Run stage `name` for the run described by `context`; returns a small JSON-able summary.
+
+    The stage's row in `pipeline_runs` (and those of the stages before it that hold no writer
+    slot) is written here, success or failure; a dry run writes none.
+    """
     settings = settings or Settings.from_env()
     run = RunContext(
         run_id=run_id_from(context),
@@ -428,4 +603,35 @@ def run_stage(
         s3_client=s3_client,
         held=held,
     )
-    return STAGE[name].function(run, *inputs)
+    stage = STAGE[name]
+    logger.info(
+        "%s: run %s for %s%s",
+        name,
+        run.run_id,
+        run.as_of or "the latest day in the warehouse",
+        " (dry run)" if run.dry_run else "",
+    )
+    record = stage.writes_warehouse and not run.dry_run
+    if record:
+        for earlier, done in _recordable(zip(stage.inputs, inputs, strict=True)):
+            times = [datetime.fromisoformat(done[k]) for k in ("started_at", "finished_at")]
+            kept = {k: v for k, v in done.items() if k not in ("started_at", "finished_at")}
+            record_stage(run, earlier, *times, "success", kept)
+    started, clock = _now(), time.perf_counter()
+    try:
+        summary = stage.function(run, *inputs)
+    except Exception as exc:
+        finished = _now()
+        logger.error("%s failed after %.1f s: %s", name, time.perf_counter() - clock, exc)
+        if record:
+            failure = {"error": str(exc), **getattr(exc, "summary", {})}
+            try:
+                record_stage(run, name, started, finished, "failed", failure)
+            except Exception:  # noqa: BLE001  # the stage's own error is the one to report
+                logger.exception("%s: could not record the failure in pipeline_runs", name)
+        raise
+    finished = _now()
+    if record:
+        record_stage(run, name, started, finished, "success", summary)
+    logger.info("%s done in %.1f s", name, time.perf_counter() - clock)
+    return summary

@@ -24,8 +24,11 @@ def test_dags_follow_the_rules(dagbag) -> None:
     for dag_id, dag in dagbag.dags.items():
         assert dag.tags and "athanor" in dag.tags, dag_id
         assert dag.doc_md and len(dag.doc_md) > 100, dag_id
-        # An explicit schedule: a cron or an asset condition, never "run only when triggered".
-        assert type(dag.timetable).__name__ in {"CronTriggerTimetable", "AssetTriggeredTimetable"}, dag_id
+        # An explicit schedule: a cron data interval (the run covers the day that ended) or an
+        # asset condition, never "run only when triggered".
+        assert type(dag.timetable).__name__ in {"CronDataIntervalTimetable", "AssetTriggeredTimetable"}, (
+            dag_id
+        )
         assert dag.catchup is False, dag_id
         for task in dag.tasks:
             assert task.retries >= 1, f"{dag_id}.{task.task_id} has no retries"

@@ -3,14 +3,17 @@
 Providers restate the whole current month in every delivery, so each day's billing file
 replaces the day before's. Two ways of running three consecutive days are checked:
 
-* `airflow dags test` for each day on one landing folder regenerated per day (the demo's
-  delivery as of that day). The warehouse must equal the same three days loaded separately
-  by the plain pipeline functions in another warehouse (each day run twice there: a re-run
-  loads nothing), and its facts must equal a warehouse that only ever saw the last delivery.
+* `airflow dags test` for each day's nightly run (the one firing at 02:30 UTC the next day)
+  on one landing folder regenerated per day (the demo's delivery as of that day). The
+  warehouse must equal the same three days loaded separately by the plain pipeline functions
+  in another warehouse (each day run twice there: a re-run loads nothing), and its facts must
+  equal a warehouse that only ever saw the last delivery.
 * the Airflow 3 backfill (`airflow backfill create`, run by a real scheduler under
-  `airflow standalone`). A backfill reads today's landing for every day, so the first day
-  loads the deliveries and the later days must find nothing new: the warehouse equals one
-  plain run for the first day.
+  `airflow standalone`), with `athanor_optimize` following the asset. A backfill reads today's
+  landing for every day, so the first day loads the deliveries and the later days must find
+  nothing new: the warehouse equals one plain run for the first day. Each day still has no
+  report, so each ingest run announces its day and the optimize runs leave three dated
+  reports, each for its own day, with `latest` on the newest.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import json
 import shutil
 import subprocess
 import time
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
@@ -36,7 +39,7 @@ pytestmark = pytest.mark.integration
 
 DAYS = [date(2026, 11, 28), date(2026, 11, 29), date(2026, 11, 30)]
 CONFIG = demo.DemoConfig(days=21)  # window 2026-11-10 .. 2026-11-30: one billing month, restated daily
-INGEST = "athanor_ingest"
+INGEST, OPTIMIZE = "athanor_ingest", "athanor_optimize"
 
 # What a warehouse holds, table by table, in a fixed order; columns that record where or
 # when a load ran (the landing path, wall-clock times) are left out.
@@ -109,7 +112,7 @@ def test_three_days_restate_the_month_like_separate_runs(tmp_path: Path, deliver
     _airflow(env, "pools", "set", "athanor_duckdb_writer", "1", "DuckDB writer")
     for day in DAYS:
         write_delivery(home / "landing", day)
-        _airflow(env, "dags", "test", INGEST, day.isoformat())
+        _airflow(env, "dags", "test", INGEST, f"{day + timedelta(days=1)}T02:30:00+00:00")
     backfilled = home / "warehouse" / "athanor.duckdb"
 
     # B: the same days, each from its own delivery folder, run separately (and again) in another warehouse.
@@ -157,19 +160,37 @@ def test_airflow_backfill_is_idempotent_per_day(tmp_path: Path, deliveries) -> N
         dry = server.trigger(
             INGEST, {"as_of": None, "source": None, "dry_run": True}, dag["next_dagrun_logical_date"]
         )
+        server.set_paused(OPTIMIZE, False)  # before any asset event, so it is queued for this DAG
         server.set_paused(INGEST, False)
         server.wait_for_run(INGEST, dry, timeout_s=120)
-        after_dry_run = content(home / "warehouse" / "athanor.duckdb", ("billing_facts", "loads"))
-        assert {table: rows for table, (rows, _) in after_dry_run.items()} == {"billing_facts": 0, "loads": 0}
+        # The dry run wrote nothing (not even an empty warehouse) and announced nothing.
+        assert not (home / "warehouse").exists()
+        assert server.task_states(INGEST, dry)["validate"] == "skipped"
 
-        _airflow(
-            server.env, "backfill", "create", "--dag-id", INGEST, "--max-active-runs", "1",
-            "--from-date", DAYS[0].isoformat(), "--to-date", f"{DAYS[-1].isoformat()}T23:59:59+00:00",
-        )  # fmt: skip
-        runs = _wait_for_backfill(server, count=len(DAYS), timeout_s=150)
+        _create_backfill(
+            server, DAYS[0].isoformat() + "T00:00:00+00:00", f"{DAYS[-1].isoformat()}T23:59:59+00:00"
+        )
+        runs = _wait_for_backfill(
+            server, count=len(DAYS), timeout_s=600
+        )  # optimize runs share the writer slot
+        optimized = _wait_for_optimize(server, count=len(DAYS), timeout_s=600)
     finally:
         survivors = server.stop()
     assert survivors == []
+    assert [r["run_type"] for r in server_runs_of(optimized)] == ["asset_triggered"] * len(DAYS)
+
+    # Three dated reports, each for its own day, and latest on the newest.
+    reports = home / "reports"
+
+    def day_shown(folder: str) -> str:
+        return json.loads((reports / folder / "recommendations.json").read_text())["as_of"]
+
+    assert sorted(p.name for p in reports.iterdir() if not p.name.startswith(".")) == [
+        *(d.isoformat() for d in DAYS),
+        "latest",
+    ]
+    assert [day_shown(d.isoformat()) for d in DAYS] == [d.isoformat() for d in DAYS]
+    assert day_shown("latest") == DAYS[-1].isoformat()
 
     assert sorted(r["logical_date"][:10] for r in runs) == [d.isoformat() for d in DAYS]
     warehouse = home / "warehouse" / "athanor.duckdb"
@@ -191,6 +212,44 @@ def test_airflow_backfill_is_idempotent_per_day(tmp_path: Path, deliveries) -> N
     reference = tmp_path / "reference"
     ingest_in_process(reference, deliveries[DAYS[-1]], DAYS[0], "reference")
     assert content(warehouse) == content(reference / "warehouse" / "athanor.duckdb")
+
+
+def _create_backfill(server, from_date: str, to_date: str) -> None:
+    """`airflow backfill create` as the UI does it, through the api-server.
+
+    The CLI writes the SQLite metadata DB from a process of its own and, with the scheduler busy
+    (optimize runs under way), met "database is locked"; a locked write through the API is retried.
+    """
+    body = {"dag_id": INGEST, "from_date": from_date, "to_date": to_date, "max_active_runs": 1}
+    headers = {"Authorization": f"Bearer {server.token}"}
+    for attempt in range(5):
+        response = server.client.post(f"{server.url}/api/v2/backfills", json=body, headers=headers)
+        if response.status_code == 200:
+            return
+        assert response.status_code == 500 and "locked" in response.text, response.text[:2000]
+        time.sleep(2 * (attempt + 1))
+    raise AssertionError("POST /api/v2/backfills: the metadata DB stayed locked")
+
+
+def server_runs_of(runs: list[dict]) -> list[dict]:
+    return sorted(runs, key=lambda r: r["run_after"])
+
+
+def _wait_for_optimize(server, count: int, timeout_s: float) -> list[dict]:
+    """Wait until `count` optimize runs succeeded; fail at the first failed one."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        runs = server.runs(OPTIMIZE)
+        failed = [r for r in runs if r["state"] == "failed"]
+        if failed:
+            raise AirflowRunFailed(server.describe_run(OPTIMIZE, failed[0]["dag_run_id"]))
+        if len(runs) >= count and all(r["state"] == "success" for r in runs):
+            return runs
+        server.assert_alive()
+        time.sleep(2)
+    raise AirflowRunFailed(
+        f"optimize not done in {timeout_s:.0f} s: {[(r['dag_run_id'], r['state']) for r in server.runs(OPTIMIZE)]}"
+    )
 
 
 def _wait_for_backfill(server, count: int, timeout_s: float) -> list[dict]:

@@ -1,9 +1,11 @@
 """End to end through a real Airflow: migrated SQLite metadata DB, both DAGs run by `airflow dags test`.
 
-Demo exports (30 days) land in a temp folder; the assertions are on the warehouse rows
-(against the generator's own per-file totals), on the report's content, on a re-run
-(nothing loads twice, identical content) and on a bad delivery (run fails naming the
-file, the delivery goes to quarantine, loaded data stays as it was).
+Demo exports (30 days to 2026-11-30) land in a temp folder and are ingested by the nightly run
+that covers that day (the one firing at 2026-12-01 02:30 UTC); the optimize run is told the day,
+as the ingest's asset event would tell it. The assertions are on the warehouse rows (against
+the generator's own per-file totals), on the report's content, on a re-run (nothing loads twice,
+identical content, nothing announced) and on a bad delivery (run fails naming the file, the
+delivery goes to quarantine, loaded data stays as it was).
 """
 
 from __future__ import annotations
@@ -19,12 +21,15 @@ from pathlib import Path
 import pytest
 
 from athanor.demo import fleet as demo
+from athanor.flow import STAGES
 from athanor.warehouse import connect
 from tests.conftest import airflow_env
 
 pytestmark = pytest.mark.integration
 
 AS_OF = date(2026, 11, 30)
+NIGHT = "2026-12-01T02:30:00+00:00"  # the nightly run that covers AS_OF
+OPTIMIZE_CONF = json.dumps({"as_of": AS_OF.isoformat(), "apply_lifecycle": False})
 
 
 def _airflow(env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -59,9 +64,9 @@ def deployment(tmp_path_factory: pytest.TempPathFactory):
     (home / ".airflow").mkdir()
     _airflow(env, "db", "migrate")
     _airflow(env, "pools", "set", "athanor_duckdb_writer", "1", "DuckDB writer")
-    ingest = _airflow(env, "dags", "test", "athanor_ingest", AS_OF.isoformat(), check=False)
+    ingest = _airflow(env, "dags", "test", "athanor_ingest", NIGHT, check=False)
     assert ingest.returncode == 0, ingest.stdout[-3000:] + ingest.stderr[-3000:]
-    optimize = _airflow(env, "dags", "test", "athanor_optimize", AS_OF.isoformat(), check=False)
+    optimize = _airflow(env, "dags", "test", "athanor_optimize", NIGHT, "--conf", OPTIMIZE_CONF, check=False)
     assert optimize.returncode == 0, optimize.stdout[-3000:] + optimize.stderr[-3000:]
     return home, env, summary
 
@@ -103,13 +108,30 @@ def test_report_and_recommendations_are_published(deployment) -> None:
     assert fits >= 2  # overall plus at least one team
 
 
+def test_every_stage_of_both_runs_is_recorded_for_the_day(deployment) -> None:
+    home, _, _ = deployment
+    con = connect(home / "warehouse" / "athanor.duckdb", read_only=True)
+    try:
+        rows = con.execute(
+            "select stage, as_of, status, started_at <= finished_at from pipeline_runs order by started_at"
+        ).fetchall()
+    finally:
+        con.close()
+    assert sorted(r[0] for r in rows) == sorted(stage.name for stage in STAGES)
+    assert {r[1:] for r in rows} == {(AS_OF, "success", True)}
+
+
 def test_rerun_loads_nothing_twice(deployment) -> None:
     home, env, _ = deployment
     warehouse = home / "warehouse" / "athanor.duckdb"
     before = _content_hash(warehouse)
-    again = _airflow(env, "dags", "test", "athanor_ingest", AS_OF.isoformat(), check=False)
+    again = _airflow(env, "dags", "test", "athanor_ingest", NIGHT, check=False)
     assert again.returncode == 0, again.stderr[-3000:]
     assert _content_hash(warehouse) == before
+    # Nothing new since the day's report: the asset is not updated, no optimize would start.
+    assert "athanor_warehouse not updated: nothing loaded since the report for 2026-11-30" in (
+        again.stdout + again.stderr
+    )
 
 
 def test_bad_delivery_fails_the_run_and_loses_nothing(deployment) -> None:
@@ -125,10 +147,20 @@ def test_bad_delivery_fails_the_run_and_loses_nothing(deployment) -> None:
     row[header.index("BilledCost")] = "twelve"
     with (bad / "focus-2026-12.csv").open("w", newline="") as f:
         csv.writer(f).writerows([header, row])
-    failed = _airflow(env, "dags", "test", "athanor_ingest", AS_OF.isoformat(), check=False)
+    failed = _airflow(env, "dags", "test", "athanor_ingest", NIGHT, check=False)
     assert failed.returncode != 0
     output = failed.stdout + failed.stderr
     assert "focus-2026-12.csv row 1, column BilledCost: not a decimal number" in output
     assert not (bad / "focus-2026-12.csv").exists()
     assert list((home / "quarantine").rglob("focus-2026-12.csv"))
     assert _content_hash(warehouse) == before
+    con = connect(warehouse, read_only=True)
+    try:
+        ledger = con.execute("select status from loads where files = ['focus-2026-12.csv']").fetchall()
+        parse = con.execute(
+            "select column_name, observed_value, examples from dq_results where rule = 'parse'"
+        ).fetchall()
+    finally:
+        con.close()
+    assert ledger == [("quarantined",)]
+    assert parse == [("BilledCost", "not a decimal number", ["row 1: 'twelve'"])]

@@ -5,22 +5,32 @@
 `athanor_optimize`, then checks the report, the recommendations, the analysts' snapshot and
 the plugin's report link, and finally that stopping the server leaves no process behind.
 The measured times are printed (start to healthy, each run) for the README.
+
+Last, `make airflow` itself (scripts/airflow-standalone.sh) on a fresh home with its DAGs
+unpaused: the first nightly run, queued as soon as the DAG is parsed, succeeds at its first
+try (under a plain `airflow standalone` it could be queued before the api-server listened and
+fail with "Connection refused").
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+import sqlite3
+import subprocess
 import time
 from datetime import date, datetime
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
 from athanor.demo import fleet as demo
 from athanor.demo import storage as demo_storage
+from athanor.settings import PROJECT_ROOT
 from athanor.warehouse import connect
 from tests.conftest import airflow_env
-from tests.support.airflow_server import AirflowServer, start_airflow
+from tests.support.airflow_server import AirflowServer, free_port, start_airflow
 
 pytestmark = pytest.mark.integration
 
@@ -124,6 +134,37 @@ def test_ingest_then_optimize_run_through_rest(deployment, flow, capsys) -> None
     assert flow["optimize_path"] == "asset", "the athanor_warehouse asset did not start athanor_optimize"
 
 
+def test_task_logs_say_what_each_stage_did(deployment, flow) -> None:
+    """The operator's view: the load task's log in the UI (read here from its file) names each delivery."""
+    server, home, _, _ = deployment
+    run_id = flow["ingest"]["dag_run_id"]
+    logs = home / ".airflow" / "logs" / f"dag_id={INGEST}" / f"run_id={run_id}"
+
+    def log_of(task: str) -> str:
+        return "".join(
+            f.read_text(errors="replace") for f in sorted((logs / f"task_id={task}").glob("*.log"))
+        )
+
+    load = log_of("load")
+    for line in (
+        "focus-2026-11.csv.gz: focus, ",
+        "cur2-2026-11-00001.snappy.parquet: cur2, ",
+        "2026-11-30T01-00Z/manifest.json: S3 inventory, ",
+        "jobs-2026-11.csv: generic job log, ",
+        "load done in ",
+    ):
+        assert line in load, line
+    assert "warehouse updated for 2026-11-30: announcing it" in log_of("validate")
+    # The asset event carried the day to the optimize run, which worked on it.
+    optimize_logs = (
+        home / ".airflow" / "logs" / f"dag_id={OPTIMIZE}" / f"run_id={flow['optimize']['dag_run_id']}"
+    )
+    publish = "".join(
+        f.read_text(errors="replace") for f in sorted(optimize_logs.rglob("task_id=publish/*.log"))
+    )
+    assert "publish: wrote the report for 2026-11-30" in publish
+
+
 def test_outputs_are_published(deployment, flow) -> None:
     _, home, summary, _ = deployment
     html = (home / "reports" / AS_OF.isoformat() / "report.html").read_text()
@@ -163,3 +204,60 @@ def test_stop_leaves_no_process_behind(deployment, flow) -> None:
     survivors = server.stop()
     assert survivors == []
     assert server.process.returncode is not None
+
+
+def test_make_airflow_runs_the_first_night_at_the_first_try(tmp_path: Path) -> None:
+    home = tmp_path / "athanor"
+    fixtures = PROJECT_ROOT / "tests" / "fixtures"
+    for source, folder in (
+        (fixtures / "billing" / "gcp" / "billing-export-202311.jsonl", "gcp"),
+        (fixtures / "jobs" / "jobs.csv", "jobs"),
+    ):
+        (home / "landing" / folder).mkdir(parents=True)
+        shutil.copy(source, home / "landing" / folder)
+    airflow_home = home / ".airflow"
+    env = airflow_env(airflow_home, home)  # DAGs unpaused at creation, as `make airflow` has them
+    env["AIRFLOW__API__PORT"] = str(free_port())
+    for inherited in ("AIRFLOW__API__BASE_URL", "AIRFLOW__CORE__EXECUTION_API_SERVER_URL"):
+        env.pop(inherited, None)
+    log_path = tmp_path / "make-airflow.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            ["bash", str(PROJECT_ROOT / "scripts" / "airflow-standalone.sh")],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    server = AirflowServer(url="", home=airflow_home, process=process, log_path=log_path, env=env)
+    try:
+        tries = _first_nightly_run(server, airflow_home / "airflow.db", timeout_s=420)
+    finally:
+        survivors = server.stop()
+    assert survivors == []
+    assert tries == [("land", "success", 1), ("load", "success", 1), ("validate", "success", 1)]
+    text = log_path.read_text(errors="replace")
+    assert text.index("api-server up after") < text.index("Airflow UI: http://127.0.0.1:")
+
+
+def _first_nightly_run(server: AirflowServer, db: Path, timeout_s: float) -> list[tuple]:
+    """Task states and tries of the first ingest run, once it has ended."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        server.assert_alive()
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as con:
+                ended = con.execute(
+                    "select run_id from dag_run where dag_id = ? and state in ('success', 'failed')", [INGEST]
+                ).fetchone()
+                if ended:
+                    return con.execute(
+                        """select task_id, state, try_number from task_instance
+                           where dag_id = ? and run_id = ? order by task_id""",
+                        [INGEST, ended[0]],
+                    ).fetchall()
+        except sqlite3.OperationalError:
+            pass  # not migrated yet, or busy
+        time.sleep(2)
+    raise AssertionError(f"no ingest run ended in {timeout_s:.0f} s; log tail:\n{server.log_tail()}")

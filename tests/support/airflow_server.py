@@ -193,7 +193,8 @@ def standalone_env(base: dict[str, str], port: int) -> dict[str, str]:
         "AIRFLOW__API__BASE_URL": url,
         # Task workers call back into the api-server; the default assumes localhost:8080.
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{url}/execution/",
-        "AIRFLOW__LOGGING__LOGGING_LEVEL": base.get("AIRFLOW__LOGGING__LOGGING_LEVEL", "WARNING"),
+        # What `make airflow` runs with (scripts/airflow-env.sh): task logs at INFO.
+        "AIRFLOW__LOGGING__LOGGING_LEVEL": base.get("AIRFLOW__LOGGING__LOGGING_LEVEL", "INFO"),
         # The scheduler parses the dags folder every 30 s by default; new files show up sooner.
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
     }

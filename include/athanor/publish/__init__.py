@@ -6,6 +6,7 @@ written under a temporary name first, then all are renamed into place, or none i
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import uuid
@@ -48,6 +49,7 @@ class ReportPaths:
     recommendations_json: Path
     csv: tuple[Path, ...]
     lifecycle: tuple[Path, ...]
+    latest_moved: bool = True  # False: latest/ already showed a later day and was kept
     snapshot: Path | None = None  # the analysts' snapshot published with the report, if any
 
 
@@ -123,6 +125,14 @@ def _write_report(data: ReportData, folder: Path) -> None:
     write_lifecycle(data, folder)
 
 
+def _day_shown(folder: Path) -> date | None:
+    """The day a published report folder is for (None: no readable report there)."""
+    try:
+        return date.fromisoformat(json.loads((folder / "recommendations.json").read_text())["as_of"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def build_report(
     con: duckdb.DuckDBPyConnection,
     as_of: date,
@@ -134,6 +144,7 @@ def build_report(
 ) -> ReportPaths:
     """Render the report for `as_of` into out_dir/<as_of>/ and copy it to out_dir/latest/.
 
+    latest/ only moves forward: a run for an earlier day (a backfill) leaves it on the later day.
     With `snapshot`, a copy of `warehouse` (the file `con` has open) is published there in the
     same step: on any failure, a full disk included, nothing is left behind and the previous
     report and snapshot stay as they were.
@@ -148,11 +159,15 @@ def build_report(
     latest = out_dir / LATEST
     staged = out_dir / f".{as_of.isoformat()}.tmp-{token}"
     staged_latest = out_dir / f".{LATEST}.tmp-{token}"
+    shown = _day_shown(latest)
+    move_latest = shown is None or shown <= as_of
     staged_snapshot = None
     try:
         _write_report(data, staged)
-        shutil.copytree(staged, staged_latest)
-        swaps = [(staged, dated), (staged_latest, latest)]
+        swaps = [(staged, dated)]
+        if move_latest:
+            shutil.copytree(staged, staged_latest)
+            swaps.append((staged_latest, latest))
         if snapshot is not None and warehouse is not None:
             staged_snapshot = stage_snapshot(con, Path(warehouse), Path(snapshot))
             swaps.append((staged_snapshot, Path(snapshot)))
@@ -169,6 +184,7 @@ def build_report(
         recommendations_json=dated / "recommendations.json",
         csv=tuple(sorted(dated.glob("*.csv"))),
         lifecycle=tuple([dated / "lifecycle.json", *sorted((dated / "lifecycle").glob("*.json"))]),
+        latest_moved=move_latest,
         snapshot=None if snapshot is None else Path(snapshot),
     )
 
