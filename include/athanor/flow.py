@@ -399,17 +399,36 @@ def publish(run: RunContext) -> dict:
     """Render the report and publish the analysts' snapshot."""
     from athanor.publish import build_report
 
+    started = _now()
     con = run.connect()
     try:
         as_of = _as_of(run, con)
         # The report and the snapshot go out together or not at all, so they never disagree.
         snapshot = run.settings.snapshot
+        published = {
+            "report": str(run.settings.reports / as_of.isoformat() / "report.html"),
+            "snapshot": str(snapshot),
+            "as_of": as_of.isoformat(),
+        }
+        if run.settings.report_bucket:
+            published["bucket"] = run.settings.report_bucket
+
+        def record() -> None:
+            # This stage's pipeline_runs row goes in before the warehouse is copied: the
+            # snapshot holds it, and the warehouse is not left newer than its snapshot.
+            record_stage(run, "publish", started, _now(), "success", published, con=con)
+
         paths = build_report(
-            con, as_of, run.settings.reports, run.run_id, snapshot=snapshot, warehouse=run.settings.warehouse
+            con,
+            as_of,
+            run.settings.reports,
+            run.run_id,
+            snapshot=snapshot,
+            warehouse=run.settings.warehouse,
+            before_snapshot=record,
         )
     finally:
         con.close()
-    published = {"report": str(paths.html), "snapshot": str(snapshot), "as_of": as_of.isoformat()}
     logger.info(
         "publish: wrote the report for %s to %s (%d CSV, %d lifecycle files); %s; snapshot %s",
         as_of,
@@ -447,10 +466,21 @@ def _now() -> datetime:
 
 
 def record_stage(
-    run: RunContext, stage: str, started: datetime, finished: datetime, status: str, summary: dict
+    run: RunContext,
+    stage: str,
+    started: datetime,
+    finished: datetime,
+    status: str,
+    summary: dict,
+    *,
+    con: duckdb.DuckDBPyConnection | None = None,
 ) -> None:
-    """The one writer of `pipeline_runs`: a stage of a run, its times (UTC) and summary."""
-    con = run.connect()
+    """The one writer of `pipeline_runs`: a stage of a run, its times (UTC) and summary.
+
+    `con`: the stage's own connection, left open (else one is opened and closed here).
+    """
+    own = con is None
+    con = run.connect() if own else con
     try:
         row = {
             "run_id": run.run_id,
@@ -463,7 +493,8 @@ def record_stage(
         }
         insert_rows(con, "pipeline_runs", [row], replace=True)
     finally:
-        con.close()
+        if own:
+            con.close()
 
 
 # ------------------------------------------------------------------------ the flow
@@ -478,6 +509,7 @@ class Stage:
     inputs: tuple[str, ...] = ()  # of those, the ones whose summary the function takes
     writes_warehouse: bool = True  # takes the single writer slot
     emits: str | None = None  # the asset this stage updates, by name
+    records_itself: bool = False  # writes its own pipeline_runs row on success (publish)
 
 
 # The one place the order is written: the DAGs, `athanor run` and the tests read it.
@@ -502,6 +534,7 @@ STAGES: tuple[Stage, ...] = (
         publish,
         after=("recommend_mix", "recommend_lifecycle", "recommend_gpus"),
         emits="athanor_report",
+        records_itself=True,
     ),
 )
 STAGE: dict[str, Stage] = {stage.name: stage for stage in STAGES}
@@ -631,7 +664,7 @@ def run_stage(
                 logger.exception("%s: could not record the failure in pipeline_runs", name)
         raise
     finished = _now()
-    if record:
+    if record and not stage.records_itself:
         record_stage(run, name, started, finished, "success", summary)
     logger.info("%s done in %.1f s", name, time.perf_counter() - clock)
     return summary

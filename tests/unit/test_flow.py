@@ -194,6 +194,17 @@ def test_publish_writes_the_report_for_the_latest_billed_day(nightly) -> None:
     assert query(settings.snapshot, "select count(*) from billing_facts") == [(7,)]
 
 
+def test_the_snapshot_holds_the_whole_run_and_is_not_older_than_the_warehouse(nightly) -> None:
+    settings, _ = nightly
+    # publish's own row goes in before the copy, so analysts see the finished run and
+    # `athanor query` does not warn that the warehouse changed after the snapshot.
+    in_snapshot = query(
+        settings.snapshot, "select stage from pipeline_runs where run_id = ?", [RUN["run_id"]]
+    )
+    assert sorted(stage for (stage,) in in_snapshot) == sorted(s.name for s in flow.STAGES)
+    assert settings.warehouse.stat().st_mtime_ns <= settings.snapshot.stat().st_mtime_ns
+
+
 def test_a_report_bucket_without_a_connection_is_refused(nightly) -> None:
     settings, _ = nightly
     with_bucket = settings_for(settings.home, ATHANOR_REPORT_BUCKET="s3://reports/athanor")

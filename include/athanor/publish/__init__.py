@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -141,13 +142,15 @@ def build_report(
     *,
     snapshot: Path | None = None,
     warehouse: Path | None = None,
+    before_snapshot: Callable[[], None] | None = None,
 ) -> ReportPaths:
     """Render the report for `as_of` into out_dir/<as_of>/ and copy it to out_dir/latest/.
 
     latest/ only moves forward: a run for an earlier day (a backfill) leaves it on the later day.
     With `snapshot`, a copy of `warehouse` (the file `con` has open) is published there in the
     same step: on any failure, a full disk included, nothing is left behind and the previous
-    report and snapshot stay as they were.
+    report and snapshot stay as they were. `before_snapshot` runs once the report is rendered,
+    just before the warehouse is copied: what it writes to the warehouse is in the snapshot.
     """
     if snapshot is not None and warehouse is None:
         raise ValueError("publishing a snapshot needs the warehouse file it copies")
@@ -169,6 +172,8 @@ def build_report(
             shutil.copytree(staged, staged_latest)
             swaps.append((staged_latest, latest))
         if snapshot is not None and warehouse is not None:
+            if before_snapshot is not None:
+                before_snapshot()
             staged_snapshot = stage_snapshot(con, Path(warehouse), Path(snapshot))
             swaps.append((staged_snapshot, Path(snapshot)))
         _swap_all(swaps)
