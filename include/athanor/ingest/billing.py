@@ -728,8 +728,12 @@ def record_failure(
     kind: str,
     error: Exception,
     source_uri: str | None = None,
+    status: str = "failed",
 ) -> None:
-    """Write a failed delivery to the ledger (outside the rolled-back load transaction)."""
+    """Write a failed delivery to the ledger (outside the rolled-back load transaction).
+
+    `status`: 'failed', or 'quarantined' when the caller moves the delivery to quarantine.
+    """
     digest, size = checksum(files)
     now = datetime.now(UTC).replace(tzinfo=None)
     record = LoadRecord(
@@ -739,7 +743,7 @@ def record_failure(
         files=tuple(f.name for f in files),
         checksum_sha256=digest,
         size_bytes=size,
-        status="failed",
+        status=status,
         message=str(error),
         started_at=now,
         finished_at=now,

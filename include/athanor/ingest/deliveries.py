@@ -8,6 +8,8 @@ inside its own transaction, so a rejected delivery leaves the warehouse as it wa
 from __future__ import annotations
 
 import json
+import logging
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,6 +29,16 @@ from athanor.ingest.billing import (
 from athanor.settings import Settings
 from athanor.warehouse import LoadRecord, connect, insert_rows, record_load, transaction
 
+logger = logging.getLogger(__name__)
+
+# The data-quality suite a delivery kind's parse failure is recorded under (as rule 'parse').
+PARSE_SUITE = {
+    "billing": "billing_facts",
+    "jobs": "job_run_facts",
+    "inventory": "storage_objects",
+    "ebs": "ebs_listings",
+}
+
 
 @dataclass
 class IngestOutcome:
@@ -34,6 +46,7 @@ class IngestOutcome:
     errors: list[str] = field(default_factory=list)  # one reason per delivery that failed
     failed: list[list[Path]] = field(default_factory=list)  # the files of each failed delivery
     loaded: int = 0
+    unrecognised: int = 0  # files of no known format or unreadable (among `failed`)
 
 
 # ---------------------------------------------------------------------------- ingest
@@ -102,9 +115,15 @@ def ingest_deliveries(
     as_of: date | None = None,
     outcome: IngestOutcome | None = None,
     run_id: str | None = None,
+    quarantine: bool = False,
 ) -> IngestOutcome:
-    """Load deliveries given as (uri, local files, files named explicitly by the user)."""
+    """Load deliveries given as (uri, local files, files named explicitly by the user).
+
+    `quarantine`: the caller moves every rejected delivery to quarantine, so the ledger says
+    'quarantined' for it ('failed' otherwise).
+    """
     outcome = outcome or IngestOutcome()
+    failed_status = "quarantined" if quarantine else "failed"
     job_as_of = datetime.combine(as_of, datetime.max.time()) if as_of else None
     con = connect(
         warehouse,
@@ -129,13 +148,31 @@ def ingest_deliveries(
                     by_kind[kind],
                     "billing",
                     lambda fs, uri=uri: _billing_lines(con, fs, uri, run_id, settings),
+                    run_id,
+                    failed_status,
                 )
             for file in by_kind["jobs"]:
-                _load(outcome, con, [file], "jobs", lambda fs: ingest_job_file(con, fs[0], job_as_of, run_id))
+                _load(
+                    outcome,
+                    con,
+                    [file],
+                    "jobs",
+                    lambda fs: ingest_job_file(con, fs[0], job_as_of, run_id),
+                    run_id,
+                    failed_status,
+                )
             for file in by_kind["inventory"]:
-                _load(outcome, con, [file], "inventory", lambda fs: ingest_inventory(con, fs[0], run_id))
+                _load(
+                    outcome,
+                    con,
+                    [file],
+                    "inventory",
+                    lambda fs: ingest_inventory(con, fs[0], run_id),
+                    run_id,
+                    failed_status,
+                )
             for file in by_kind["ebs"]:
-                _load(outcome, con, [file], "ebs", lambda fs: ingest_ebs(con, fs[0]))
+                _load(outcome, con, [file], "ebs", lambda fs: ingest_ebs(con, fs[0]), run_id, failed_status)
             if explicit:
                 # Inside a folder, files of no known format (e.g. inventory data parts) are not
                 # deliveries of their own; a file the user named explicitly must be one.
@@ -170,14 +207,73 @@ def _load(
     files: list[Path],
     kind: str,
     load: Callable[[list[Path]], str],
+    run_id: str | None = None,
+    failed_status: str = "failed",
 ) -> None:
+    from athanor.quality import QualityError
+
+    clock = time.perf_counter()
     try:
-        outcome.lines.append(load(files))
-        outcome.loaded += 1
+        line = load(files)
     except (IngestError, ValueError) as exc:
         outcome.errors.append(str(exc))
         outcome.failed.append(files)
-        record_failure(con, files, kind, exc)
+        if not isinstance(exc, QualityError):  # a rule's failure is in dq_results already
+            _record_parse_failure(con, files, kind, exc, run_id)
+        record_failure(con, files, kind, exc, status=failed_status)
+        logger.info(
+            "%s rejected (%s, %s) after %.1f s: %s",
+            ", ".join(f.name for f in files),
+            kind,
+            failed_status,
+            time.perf_counter() - clock,
+            exc,
+        )
+        return
+    outcome.lines.append(line)
+    outcome.loaded += 1
+    logger.info("%s (%.1f s)", line.replace("\n", "; "), time.perf_counter() - clock)
+
+
+def _record_parse_failure(
+    con: duckdb.DuckDBPyConnection, files: list[Path], kind: str, exc: Exception, run_id: str | None
+) -> None:
+    """A delivery that could not be read, as the failed result of rule 'parse' in dq_results."""
+    from athanor.ingest.jobs.problems import JobRunError
+    from athanor.quality import BatchContext, RuleResult, ValidationOutcome, store_results
+
+    names = tuple(f.name for f in files)
+    # observed_value says what is wrong; examples say where (row and value).
+    if isinstance(exc, IngestError):
+        column, observed, where = exc.column, exc.rule, (exc.file,)
+        bad = exc.bad_rows if exc.bad_rows is not None else (1 if exc.row else None)
+        examples = tuple(exc.examples) or ((f"row {exc.row}: {exc.rule}",) if exc.row else ())
+    elif isinstance(exc, JobRunError):
+        columns = {p.column for p in exc.problems}
+        column, observed, where, bad = (
+            (columns.pop() if len(columns) == 1 else None),
+            None,
+            (exc.file,),
+            exc.total,
+        )
+        if exc.problems:
+            observed = exc.problems[0].rule
+        examples = tuple(str(p).removeprefix(f"{exc.file} ") for p in exc.problems[:5])
+    else:
+        column, observed, where, bad, examples = None, str(exc), names, None, ()
+    load_id = checksum(files)[0][:16]
+    result = RuleResult(
+        rule="parse",
+        column=column,
+        severity="error",
+        success=False,
+        unexpected_count=bad,
+        examples=examples,
+        files=where,
+        observed_value=observed,
+    )
+    context = BatchContext(run_id or f"load-{load_id}", load_id, names)
+    store_results(con, ValidationOutcome(PARSE_SUITE[kind], "+".join(names), context, (result,)))
 
 
 def _already_loaded(con: duckdb.DuckDBPyConnection, load_id: str) -> bool:
