@@ -135,7 +135,12 @@ final as (
         $source_file                                                                 as source_file,
         renamed.source_row,
         $source_format                                                               as source_format,
-        renamed.* exclude (source_row, x_instance_type, x_provider_columns, meter_category, unit_block),
+        renamed.* exclude (source_row, x_instance_type, x_provider_columns, meter_category, unit_block,
+                           service_name, pricing_unit, consumed_unit),
+        -- One spelling per service and unit, whatever the export wrote (athanor.reference.services).
+        coalesce(svc.service_name, renamed.service_name)                               as service_name,
+        coalesce(pu.unit, renamed.pricing_unit)                                        as pricing_unit,
+        coalesce(cu.unit, renamed.consumed_unit)                                       as consumed_unit,
         renamed.x_instance_type,
         ref.instance_family                                                          as x_instance_family,
         ref.gpu_count                                                                as x_gpu_count,
@@ -155,6 +160,9 @@ final as (
         renamed.x_provider_columns
     from renamed
     left join ref_instance_types as ref on ref.instance_type = renamed.x_instance_type
+    left join ref_service_names as svc on svc.source_name = renamed.service_name
+    left join ref_units as pu on pu.source_unit = lower(trim(renamed.pricing_unit))
+    left join ref_units as cu on cu.source_unit = lower(trim(renamed.consumed_unit))
 )
 
 select * from final

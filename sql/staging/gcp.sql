@@ -154,7 +154,12 @@ final as (
         $source_file                                                                 as source_file,
         all_rows.source_row,
         $source_format                                                               as source_format,
-        all_rows.* exclude (source_row, x_instance_type, x_provider_columns, credit_list),
+        all_rows.* exclude (source_row, x_instance_type, x_provider_columns, credit_list,
+                            service_name, pricing_unit, consumed_unit),
+        -- One spelling per service and unit, whatever the export wrote (athanor.reference.services).
+        coalesce(svc.service_name, all_rows.service_name)                               as service_name,
+        coalesce(pu.unit, all_rows.pricing_unit)                                        as pricing_unit,
+        coalesce(cu.unit, all_rows.consumed_unit)                                       as consumed_unit,
         all_rows.x_instance_type,
         ref.instance_family                                                          as x_instance_family,
         ref.gpu_count                                                                as x_gpu_count,
@@ -175,6 +180,9 @@ final as (
         all_rows.x_provider_columns
     from all_rows
     left join ref_instance_types as ref on ref.instance_type = all_rows.x_instance_type
+    left join ref_service_names as svc on svc.source_name = all_rows.service_name
+    left join ref_units as pu on pu.source_unit = lower(trim(all_rows.pricing_unit))
+    left join ref_units as cu on cu.source_unit = lower(trim(all_rows.consumed_unit))
 )
 
 select * from final

@@ -165,12 +165,15 @@ def test_prefix_savings_share_their_bucket_bill() -> None:
             _prefix("unbilled", "d/", 30.0, 5.0),  # the bill does not name this bucket
         ],
     )
-    got = prefix_savings(rec, {"ckpt": 160.0, "small": 45.0})
-    # ckpt: 320 priced > 160 billed, so both are scaled by 160 / 320.
-    assert got[("ckpt", "a/")].saving_usd == pytest.approx(120.0)
-    assert got[("ckpt", "b/")].saving_usd == pytest.approx(40.0)
+    got = prefix_savings(rec, {"ckpt": 160.0, "small": 60.0})
+    # ckpt: the policies remove 320 of its 400 priced (80 %); the bill charged 160, so they can
+    # save at most 80 % of 160 = 128: both are scaled by 128 / 320.
+    assert got[("ckpt", "a/")].saving_usd == pytest.approx(96.0)
+    assert got[("ckpt", "b/")].saving_usd == pytest.approx(32.0)
     assert got[("ckpt", "a/")].capped and "capped" in got[("ckpt", "a/")].basis
+    # small: 80 % of its 60 billed is 48, more than the 40 priced: the priced figure stands.
     assert got[("small", "c/")].saving_usd == pytest.approx(40.0) and not got[("small", "c/")].capped
+    assert got[("small", "c/")].basis == "within what the bill charged bucket small"
     unbilled = got[("unbilled", "d/")]
     assert unbilled.saving_usd == pytest.approx(25.0) and unbilled.billed_usd is None
     assert unbilled.basis.startswith("estimate from inventory prices")
@@ -188,8 +191,12 @@ def test_ebs_savings_are_cut_to_each_resource_bill() -> None:
     )
     billed = {"snap-1": 20.0, "vol-1": 40.5}
     got = {s.scope: s for s in ebs_savings(SimpleNamespace(ebs=plan), billed)}
-    assert got["snap-1"].saving_usd == 20.0 and got["snap-1"].capped  # priced at its volume size: 50
+    # Deleting a snapshot removes all of it: at most its whole bill (it was priced at its volume's size).
+    assert got["snap-1"].saving_usd == 20.0 and got["snap-1"].capped
+    # 27.5 of 40 priced (68.75 %) of a 40.5 bill is 27.84: the priced 27.5 stands.
     assert got["vol-1"].saving_usd == pytest.approx(27.5) and not got["vol-1"].capped
+    cut = {s.scope: s for s in ebs_savings(SimpleNamespace(ebs=plan), {"vol-1": 30.0})}
+    assert cut["vol-1"].saving_usd == pytest.approx(30.0 * 27.5 / 40.0)  # 20.625: the share of a smaller bill
     assert got["snap-gone"].saving_usd == 10.0 and got["snap-gone"].billed_usd is None
 
 

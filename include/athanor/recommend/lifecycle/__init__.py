@@ -534,8 +534,18 @@ def resource_key(resource_id: str | None) -> str | None:
 
 
 ESTIMATE = "estimate from inventory prices: the bill does not name {what}"
-CAPPED = "capped at what the bill charged {what}"
+CAPPED = "capped at the share it saves of what the bill charged {what}"
 WITHIN_BILL = "within what the bill charged {what}"
+
+
+def _bill_cap(current: float, saving: float, billed: float) -> float:
+    """The most an action can save of a bill: the share of its current cost it removes, applied
+    to what the bill charged (never more than the bill). The inventory prices the resource as it
+    is today; the bill charged it as it was over the month, and the two differ as data grows."""
+    if billed <= 0:
+        return 0.0
+    share = min(max(saving / current, 0.0), 1.0) if current > 0 else 1.0
+    return billed * share
 
 
 @dataclass(frozen=True)
@@ -575,8 +585,9 @@ def prefix_savings(
     """Each prefix's average monthly saving over the horizon, capped per bucket.
 
     The bill names buckets, not prefixes: when the savings of a bucket's prefixes add up to more
-    than the bucket was billed, each is scaled down by the same factor, so together they are
-    exactly the bucket's bill.
+    than their share of the bucket's bill (the part of the bucket's priced cost they remove,
+    applied to what it was billed), each is scaled down by the same factor, so together they are
+    that share, never more than the bill.
     """
     plans = list(rec.prefixes if prefixes is None else prefixes)
     by_bucket: dict[str, list[PrefixPlan]] = {}
@@ -586,13 +597,14 @@ def prefix_savings(
     for bucket, group in by_bucket.items():
         priced = {p.prefix: (p.before.total - p.after.total) / rec.horizon_months for p in group}
         total = sum(max(v, 0.0) for v in priced.values())
+        current = sum(p.before.total for p in group) / rec.horizon_months
         bill = billed.get(bucket)
         scale = 1.0
         if bill is None:
             basis = ESTIMATE.format(what=f"bucket {bucket}")
-        elif total > bill:
+        elif total > (cap := _bill_cap(current, total, bill)):
             scale, basis = (
-                (max(bill, 0.0) / total if total > 0 else 0.0),
+                (cap / total if total > 0 else 0.0),
                 CAPPED.format(what=f"bucket {bucket}"),
             )
         else:
@@ -612,7 +624,7 @@ def prefix_savings(
 
 
 def ebs_savings(rec: LifecycleRecommendation, billed: Mapping[str, float]) -> list[BilledSaving]:
-    """Each EBS action's monthly saving once done, at most what the bill charged its resource."""
+    """Each EBS action's monthly saving once done: at most the share of its resource's bill it removes."""
     if rec.ebs is None:
         return []
     out = []
@@ -622,8 +634,8 @@ def ebs_savings(rec: LifecycleRecommendation, billed: Mapping[str, float]) -> li
         bill = billed.get(key)
         if bill is None:
             published, basis = saving, ESTIMATE.format(what=act.resource_id)
-        elif saving > bill:
-            published, basis = max(bill, 0.0), CAPPED.format(what=act.resource_id)
+        elif saving > (cap := _bill_cap(act.monthly_before_usd, saving, bill)):
+            published, basis = cap, CAPPED.format(what=act.resource_id)
         else:
             published, basis = saving, WITHIN_BILL.format(what=act.resource_id)
         out.append(
