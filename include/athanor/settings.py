@@ -99,6 +99,16 @@ class Settings:
     deadline_slack: float = 1.5
     commit_min_utilization: float = 0.0  # 0: no floor, the cost-optimal quantity
 
+    # Input limits (athanor.ingest.sniff): a header with more columns than any export has, and
+    # a gzip that expands beyond a size or ratio (real exports compress 5-30x; a compression
+    # bomb 1000x), are refused before anything reads them whole.
+    max_columns: int = 2000
+    max_expanded_bytes: int = 20_000_000_000
+    max_expansion_ratio: float = 200.0
+    # A restated billing month with fewer than this share of the rows or cost it replaces is
+    # held in quarantine as suspicious (rule restated_period_collapsed) until released; 0: never.
+    restatement_min_share: float = 0.5
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = dict(os.environ if env is None else env)
@@ -126,6 +136,10 @@ class Settings:
             s3_endpoint_url=env.get("ATHANOR_S3_ENDPOINT_URL") or env.get("AWS_ENDPOINT_URL") or None,
             aws_region=env.get("AWS_REGION", "us-east-1"),
             writer_wait_s=float(env.get("ATHANOR_WRITER_WAIT_S", "60")),
+            max_columns=int(env.get("ATHANOR_MAX_COLUMNS", "2000")),
+            max_expanded_bytes=int(float(env.get("ATHANOR_MAX_EXPANDED_GB", "20")) * 1e9),
+            max_expansion_ratio=float(env.get("ATHANOR_MAX_EXPANSION_RATIO", "200")),
+            restatement_min_share=float(env.get("ATHANOR_RESTATEMENT_MIN_SHARE", "0.5")),
             **{
                 name: pricing_value(name, env[variable])
                 for name, (variable, *_) in PRICING_ASSUMPTIONS.items()

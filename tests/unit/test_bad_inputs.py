@@ -187,8 +187,10 @@ def test_header_only(wh, tmp_path):
 def test_truncated_gzip(wh, tmp_path):
     whole = write_csv(tmp_path / "whole" / "focus.csv.gz", good_rows()).read_bytes()
     (tmp_path / "focus.csv.gz").write_bytes(whole[: len(whole) // 2])
-    message = rejected(wh, [tmp_path / "focus.csv.gz"])
-    assert message.startswith("focus.csv.gz: unreadable: ")
+    assert rejected(wh, [tmp_path / "focus.csv.gz"]) == (
+        "focus.csv.gz: truncated gzip: the compressed stream ends before its end marker "
+        "(the file was cut short; deliver it again)"
+    )
 
 
 def test_semicolon_delimiter_is_sniffed_and_loads(wh, tmp_path):
@@ -255,7 +257,9 @@ def test_nan_and_infinity_in_costs(wh, tmp_path, value):
     assert rejected(wh, [file]) == EXPECTED["nan"].format(value=value)
 
 
-def test_timestamps_in_three_formats_and_offsets_load_as_utc(wh, tmp_path):
+def test_timestamps_in_three_formats_and_offsets_load_as_utc(wh, tmp_path, monkeypatch):
+    # 4 rows restate the 20 loaded: a shrink this test is not about (see test_restatement.py).
+    monkeypatch.setenv("ATHANOR_RESTATEMENT_MIN_SHARE", "0")
     rows = good_rows(days=4)
     rows[0]["ChargePeriodStart"], rows[0]["ChargePeriodEnd"] = "2026-11-01T00:00:00Z", "2026-11-01T01:00:00Z"
     rows[1]["ChargePeriodStart"], rows[1]["ChargePeriodEnd"] = "2026-11-02 00:00:00", "2026-11-02 01:00:00"
@@ -514,8 +518,11 @@ def test_path_traversal_name_stays_inside_quarantine_and_landing(wh, tmp_path):
 
 
 EXPECTED = {
-    # DuckDB's message names the line but not the encoding; see the report (proposed fix in ingest).
-    "non_utf8": "focus.csv: unreadable: Invalid Input Error: CSV Error on Line: 4",
+    # Row 3's "Réservation" in Latin-1: 'é' is the byte 0xE9, on line 4 (after the header).
+    "non_utf8": (
+        "focus.csv: not UTF-8: byte 0xE9 at offset 1,032 (line 4) is invalid in UTF-8; "
+        "the file looks Latin-1 / Windows-1252 encoded: export it as UTF-8"
+    ),
     "duplicated_header": (
         "focus.csv row 21, column BilledCost: not a decimal number (1 bad row; e.g. row 21: 'BilledCost')"
     ),

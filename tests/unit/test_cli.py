@@ -81,7 +81,7 @@ def test_ingest_names_what_it_cannot_load_and_loads_the_rest(home: Path, tmp_pat
     assert untimed(captured.out) == [JOBS_LINE]
     assert captured.err.splitlines() == [
         f"error: {missing}: no such file or folder",
-        "error: notes.txt: not a known billing, job-log or inventory format",
+        "error: notes.txt: not a known billing, job-log or inventory format (first line: 'not an export')",
     ]
 
 

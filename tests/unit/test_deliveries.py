@@ -149,27 +149,42 @@ def test_a_multi_part_delivery_waits_for_its_missing_part(tmp_path: Path, settin
     assert rows(settings, "select count(*) from loads") == [(0,)]
 
 
-def test_unknown_files_are_skipped_in_a_folder_but_refused_when_named(
-    tmp_path: Path, settings: Settings
-) -> None:
+def test_unknown_files_are_refused_in_a_folder_as_when_named(tmp_path: Path, settings: Settings) -> None:
     folder = tmp_path / "jobs"
     folder.mkdir()
     shutil.copy(JOBS / "jobs.csv", folder)
     (folder / "README.txt").write_text("exported by the scheduler\n")
     outcome = ingest_paths([folder], settings.warehouse, settings=settings)
-    assert (outcome.lines, outcome.errors, outcome.loaded) == (
+    refused = "README.txt: not a known billing, job-log or inventory format (first line: 'exported by the scheduler')"
+    assert (outcome.lines, outcome.errors, outcome.loaded, outcome.unrecognised) == (
         ["jobs.csv: generic job log, 6 jobs, 50% censored"],
-        [],
+        [refused],
+        1,
         1,
     )
+    assert outcome.failed == [[folder / "README.txt"]]
     named = ingest_paths(
         [folder / "README.txt", tmp_path / "gone.csv"], settings.warehouse, settings=settings
     )
-    assert named.errors == [
-        f"{tmp_path / 'gone.csv'}: no such file or folder",
-        "README.txt: not a known billing, job-log or inventory format",
-    ]
+    assert named.errors == [f"{tmp_path / 'gone.csv'}: no such file or folder", refused]
     assert named.failed == [[folder / "README.txt"]]
+
+
+def test_the_data_parts_of_a_landed_inventory_are_not_refused(tmp_path: Path, settings: Settings) -> None:
+    landing = tmp_path / "landing"
+    row = ["ckpt", "a", "v1", "true", "false", "1", "2026-11-01T00:00:00.000Z", "STANDARD", "", "e1"]
+    inventory(landing, "2026-12-01", [row])
+    outcome = ingest_paths([landing], settings.warehouse, settings=settings)
+    assert (outcome.lines, outcome.errors) == (
+        ["2026-12-01T01-00Z/manifest.json: S3 inventory, 1 object versions, 0 GB"],
+        [],
+    )
+    # Without its manifest, a data part is a file of no known format like any other.
+    alone = ingest_paths([landing / "ckpt" / "data"], settings.warehouse, settings=settings)
+    first_line = ",".join(f'"{v}"' for v in row)
+    assert alone.errors == [
+        f"2026-12-01.csv.gz: not a known billing, job-log or inventory format (first line: {first_line!r})"
+    ]
 
 
 def test_a_rejected_job_log_is_named_recorded_and_the_rest_still_loads(

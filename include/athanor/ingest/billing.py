@@ -27,19 +27,24 @@ from __future__ import annotations
 import gzip
 import hashlib
 import time
+import zlib
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
-from athanor.ingest import sources
+from athanor.ingest import sniff, sources
+from athanor.ingest.errors import IngestError
+from athanor.ingest.sniff import DEFAULT_LIMITS, InputLimits
 from athanor.ingest.sources import BillingFormat
 from athanor.land.manifests import read_cur_manifest
+from athanor.land.names import shown, shown_all
 from athanor.warehouse import (
     LoadRecord,
     insert_rows,
@@ -51,30 +56,17 @@ from athanor.warehouse import (
 )
 
 # What reading a bad or broken file raises.
-_READ_ERRORS = (duckdb.Error, EOFError, gzip.BadGzipFile)
+_READ_ERRORS = (duckdb.Error, EOFError, gzip.BadGzipFile, zlib.error)
 
-
-class IngestError(Exception):
-    """A delivery that cannot be loaded. `str()` is one line: file, row, column, rule, examples."""
-
-    def __init__(
-        self,
-        file: str,
-        rule: str,
-        *,
-        column: str | None = None,
-        row: int | None = None,
-        bad_rows: int | None = None,
-        examples: Iterable[str] = (),
-    ) -> None:
-        self.file, self.rule, self.column, self.row = file, rule, column, row
-        self.bad_rows, self.examples = bad_rows, list(examples)
-        where = file + (f" row {row}" if row else "") + (f", column {column}" if column else "")
-        detail = f"{where}: {rule}"
-        if bad_rows is not None:
-            detail += f" ({bad_rows} bad row{'s' if bad_rows != 1 else ''}"
-            detail += f"; e.g. {', '.join(self.examples)})" if self.examples else ")"
-        super().__init__(detail)
+__all__ = [
+    "IngestError",
+    "LoadResult",
+    "checksum",
+    "checksum_named",
+    "ingest_billing",
+    "read_columns",
+    "record_failure",
+]
 
 
 @dataclass(frozen=True)
@@ -91,12 +83,12 @@ class LoadResult:
     missing: tuple[str, ...] = ()  # parts a manifest lists that are not there yet
 
     def summary(self) -> str:
-        name = ", ".join(self.files)
+        name = shown_all(self.files)
         if self.status == "unchanged":
             return f"{name}: unchanged since load {self.load_id}, skipped"
         if self.status == "waiting":
-            shown = ", ".join(self.missing[:3]) + (", ..." if len(self.missing) > 3 else "")
-            return f"{name}: waiting for parts ({len(self.missing)} missing: {shown}), skipped"
+            parts = shown_all(self.missing[:3]) + (", ..." if len(self.missing) > 3 else "")
+            return f"{name}: waiting for parts ({len(self.missing)} missing: {parts}), skipped"
         money = ", ".join(f"{cur} {amount:,.2f}" for cur, amount in sorted(self.billed_cost.items()))
         periods = ", ".join(self.billing_periods)
         line = f"{name}: {self.source_format}, {self.rows:,} rows, billed {money}, periods {periods}"
@@ -107,9 +99,14 @@ class LoadResult:
 
 def checksum(files: Iterable[Path]) -> tuple[str, int]:
     """sha256 over the files' bytes in name order, and their total size."""
+    return checksum_named((file.name, file) for file in files)
+
+
+def checksum_named(files: Iterable[tuple[str, Path]]) -> tuple[str, int]:
+    """`checksum` of files known under other names (name, where the bytes are now), e.g. in quarantine."""
     digest, size = hashlib.sha256(), 0
-    for file in sorted(files, key=lambda p: p.name):
-        digest.update(file.name.encode() + b"\0")
+    for name, file in sorted(files, key=lambda pair: pair[0]):
+        digest.update(name.encode() + b"\0")
         with file.open("rb") as f:
             while chunk := f.read(1 << 20):
                 digest.update(chunk)
@@ -126,11 +123,7 @@ def container(path: Path) -> str:
     if head == b"PAR1":
         return "parquet"
     if head[:2] == b"\x1f\x8b":
-        try:
-            with gzip.open(path, "rb") as f:
-                inner = f.read(64)
-        except (OSError, EOFError) as exc:
-            raise IngestError(path.name, f"unreadable gzip: {_first_line(exc)}") from None
+        inner = sniff.head(path, 64)
         return "jsonl.gz" if inner.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"{" else "csv.gz"
     # BigQuery writes JSON exports one object per line.
     return "jsonl" if head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"{" else "csv"
@@ -157,25 +150,44 @@ def _reader(path: Path, kind: str, *, row_numbers: bool = False, types: dict[str
     return f"read_csv({where}, {options}, compression = '{compression}')"
 
 
-def read_columns(con: duckdb.DuckDBPyConnection, path: Path) -> dict[str, str]:
-    """Column name -> DuckDB type of a billing file, without reading its rows."""
+def read_columns(
+    con: duckdb.DuckDBPyConnection, path: Path, limits: InputLimits = DEFAULT_LIMITS
+) -> dict[str, str]:
+    """Column name -> DuckDB type of a billing file, without reading its rows.
+
+    The checks that need only the file's first bytes run first (`sniff.check_content`), so
+    DuckDB never plans a file of ten thousand columns nor decompresses a bomb.
+    """
+    sniff.check_content(path, limits)
     try:
         rel = con.execute(f"describe select * from {_reader(path, container(path))}").fetchall()
     except _READ_ERRORS as exc:
-        raise IngestError(path.name, f"unreadable: {_first_line(exc)}") from None
+        raise _unreadable(path, exc) from None
     return {name: dtype for name, dtype, *_ in rel}
 
 
-def _first_line(exc: BaseException) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+def _unreadable(path: Path, exc: BaseException) -> IngestError:
+    """Why DuckDB could not read a file: a broken gzip or bad text when that is it (DuckDB's
+    messages name neither clearly, and carry the local path), else DuckDB's first line."""
+    return sniff.read_problem(path) or IngestError(path.name, f"unreadable: {_first_line(exc, path)}")
 
 
-def detect_format(con: duckdb.DuckDBPyConnection, path: Path) -> BillingFormat:
-    columns = read_columns(con, path)
+def _first_line(exc: BaseException, path: Path | None = None) -> str:
+    line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    # DuckDB names the file by its full local path; the message names it once, by its name.
+    return line.replace(str(path), path.name) if path is not None else line
+
+
+def detect_format(
+    con: duckdb.DuckDBPyConnection, path: Path, limits: InputLimits = DEFAULT_LIMITS
+) -> BillingFormat:
+    columns = read_columns(con, path, limits)
     fmt = sources.detect(list(columns))
     if fmt is None:
-        shown = ", ".join(list(columns)[:6])
-        raise IngestError(path.name, f"not a known billing export format (columns: {shown}, ...)")
+        first = shown_all(list(columns)[:6])
+        raise IngestError(path.name, f"not a known billing export format (columns: {first}, ...)")
+    # DuckDB has renamed a repeated column by now (`BilledCost_1`): the header says which.
+    sniff.check_unique(path, sniff.check_content(path, limits)[1])
     return fmt
 
 
@@ -208,6 +220,31 @@ def _as_map(raw: str, dtype: str) -> str:
 
 
 _MONEY = "decimal(38, 12)"
+
+# DuckDB casts '4/1/25' to the year 4 (it takes any Y/M/D order with any separator), so a
+# US-style date would load 2,000 years early and still reconcile. Formats that do not
+# document another layout (Azure writes MM/DD/YYYY, see its parse_timestamp) must write
+# ISO 8601.
+NOT_ISO = "not an ISO 8601 timestamp (YYYY-MM-DD[Thh:mm:ss][Z|+hh:mm]; day/month order is ambiguous)"
+
+
+def _iso_shape(text: str) -> str:
+    """SQL: `text` (not null) starts with a four-digit year and '-', what tells ISO 8601 from
+    the other layouts DuckDB casts (what follows, the cast checks). For the diagnosis."""
+    return f"regexp_matches({text}, '^[0-9]{{4}}-')"
+
+
+def _iso_guard(text: str) -> str:
+    """SQL: the fast path's cheaper form of `_iso_shape`, on every value: the fifth character.
+
+    About 1 % of the timestamp cast's cost (the pattern costs ten times that). A value with a
+    '-' there that is not a year reads in Y-M-D order or fails the cast as not a timestamp.
+    """
+    return f"substr({text}, 5, 1) = '-'"
+
+
+def _reads_iso_only(fmt: BillingFormat) -> bool:
+    return fmt.parse_timestamp == BillingFormat.parse_timestamp
 
 
 def _as_utc_timestamp(value: str, dtype: str) -> str:
@@ -257,7 +294,12 @@ def _without_key_prefixes(value: str, prefixes: tuple[str, ...]) -> str:
 
 
 def source_select(
-    fmt: BillingFormat, columns: dict[str, str], *, typed: bool = False, keys_as_read: bool = False
+    fmt: BillingFormat,
+    columns: dict[str, str],
+    *,
+    typed: bool = False,
+    keys_as_read: bool = False,
+    iso_guard: bool = False,
 ) -> list[str]:
     """Select items exposing a raw file under the format's canonical column names.
 
@@ -274,6 +316,9 @@ def source_select(
     The format's `key_prefixes` are cut from that map's keys: for flattened columns in the
     names, for maps read whole on every row, unless `keys_as_read` (the caller rewrites them;
     see `_rewrite_keys_once_per_set`).
+
+    `iso_guard` (the fast path): a text timestamp that is not ISO 8601 stops the query with an
+    error, and the diagnosis names it (formats reading only ISO 8601, see `_reads_iso_only`).
     """
     found = fmt.resolve(list(columns), fmt.known)
     used = set(found.values())
@@ -292,6 +337,8 @@ def source_select(
                 value = f"{quote_ident(raw)}::varchar"
             else:
                 value = _as_text(raw, columns[raw])
+            if iso_guard and name in fmt.timestamps and columns[raw] == "VARCHAR" and _reads_iso_only(fmt):
+                value = f"case when not {_iso_guard(value)} then error('athanor: {NOT_ISO}') else {value} end"
             if typed and name in fmt.money:
                 value = f"cast({value} as {_MONEY})"
             elif typed and name in fmt.timestamps:
@@ -357,7 +404,9 @@ def _create_source_view(
     parsed = _parsed_by_reader(fmt, columns) if typed and kind.startswith("csv") else {}
     columns = {**columns, **parsed}
     rewritten_map = _read_map_with_key_prefixes(fmt, columns) if fast_path and kind == "parquet" else None
-    select = source_select(fmt, columns, typed=typed, keys_as_read=rewritten_map is not None)
+    select = source_select(
+        fmt, columns, typed=typed, keys_as_read=rewritten_map is not None, iso_guard=fast_path
+    )
     reader = _reader(path, kind, row_numbers=True, types=parsed)
     if kind == "parquet":
         source, row = reader, "file_row_number + 1"
@@ -442,9 +491,10 @@ def _checks(fmt: BillingFormat) -> list[tuple[str, str, str]]:
         )
     for col in fmt.timestamps:
         q = quote_ident(col)
-        checks.append(
-            (col, "not a timestamp", f"{q} is not null and {fmt.parse_timestamp.format(q)} is null")
-        )
+        parsed = fmt.parse_timestamp.format(q)
+        checks.append((col, "not a timestamp", f"{q} is not null and {parsed} is null"))
+        if _reads_iso_only(fmt):
+            checks.append((col, NOT_ISO, f"{parsed} is not null and not {_iso_shape(f'{q}::varchar')}"))
     for start, end in fmt.periods:
         s, e = fmt.parse_timestamp.format(quote_ident(start)), fmt.parse_timestamp.format(quote_ident(end))
         checks.append((end, f"{end} before {start}", f"{e} < {s}"))
@@ -493,7 +543,7 @@ def _diagnosis(
     except IngestError as exc:
         return exc
     except _READ_ERRORS as exc:
-        return IngestError(path.name, f"unreadable: {_first_line(exc)}")
+        return _unreadable(path, exc)
     if counts[0] == 0:
         return IngestError(path.name, "no data rows (header only)")
     for i, (col, rule, pred) in enumerate(checks):
@@ -502,14 +552,18 @@ def _diagnosis(
             examples = cur.execute(
                 f"select __row, {quote_ident(col)}::varchar from src where {pred} order by __row limit 3"
             ).fetchall()
-            shown = [f"row {r}: {v!r}" if v is not None else f"row {r}: null" for r, v in examples]
-            return IngestError(path.name, rule, column=col, row=first, bad_rows=bad, examples=shown)
+            found = [f"row {r}: {v!r}" if v is not None else f"row {r}: null" for r, v in examples]
+            return IngestError(path.name, rule, column=col, row=first, bad_rows=bad, examples=found)
     # The rules above catch bad values with their row; this is what they do not foresee.
     return IngestError(path.name, f"cannot be staged: {failure}")
 
 
 def _stage_file(
-    con: duckdb.DuckDBPyConnection, path: Path, fmt: BillingFormat, params: dict[str, str]
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    fmt: BillingFormat,
+    params: dict[str, str],
+    limits: InputLimits = DEFAULT_LIMITS,
 ) -> _FileTotals:
     """Insert one file's rows into `billing_facts` (inside the caller's transaction); its own totals.
 
@@ -517,7 +571,7 @@ def _stage_file(
     the error names file, row, column and rule (found by `_diagnose` on a third cursor,
     since the load's transaction is aborted by then).
     """
-    columns = read_columns(con, path)  # once: every pass below reads the file under these columns
+    columns = read_columns(con, path, limits)  # once: every pass below reads the file under these columns
     with con.cursor() as side, ThreadPoolExecutor(max_workers=1) as pool:
         totals = pool.submit(_file_totals, side, path, fmt, columns)
         try:
@@ -530,12 +584,12 @@ def _stage_file(
         except BaseException as exc:
             side.interrupt()  # its figures are no longer needed
             if isinstance(exc, _READ_ERRORS):
-                raise _diagnose(con, path, fmt, columns, _first_line(exc)) from None
+                raise _diagnose(con, path, fmt, columns, _first_line(exc, path)) from None
             raise
         try:
             figures = totals.result()
         except _READ_ERRORS as exc:
-            raise IngestError(path.name, f"unreadable: {_first_line(exc)}") from None
+            raise _unreadable(path, exc) from None
     if figures.rows == 0:
         raise IngestError(path.name, "no data rows (header only)")
     return figures
@@ -548,11 +602,18 @@ def ingest_billing(
     source_uri: str | None = None,
     run_id: str | None = None,
     validate: bool = True,
+    as_of: date | None = None,
+    limits: InputLimits = DEFAULT_LIMITS,
 ) -> LoadResult:
     """Load one billing delivery (all its files) in one transaction.
 
     `validate=False` skips the data-quality gate (the benchmark uses it to time the load
     and the validation apart); the parse checks and the reconciliation always run.
+    `as_of`: the run's day, which bounds plausible dates (rules *_period_in_range; default today).
+
+    A restatement that would shrink an account's month sharply (rule restated_period_collapsed)
+    is refused, unless the ledger says the operator released this very delivery from quarantine
+    (status 'released', see `athanor.ingest.deliveries.allow_release`): then it loads, warned.
 
     A legacy CUR manifest among `files` names the delivery's parts: the delivery
     waits (status 'waiting', nothing loaded) until every part is there.
@@ -580,9 +641,9 @@ def ingest_billing(
     if known:
         return LoadResult(load_id, names, known[0], "unchanged", 0)
 
-    formats = {f.name: detect_format(con, f) for f in files}
+    formats = {f.name: detect_format(con, f, limits) for f in files}
     if len({fmt.name for fmt in formats.values()}) > 1:
-        mixed = ", ".join(f"{k}={v.name}" for k, v in formats.items())
+        mixed = ", ".join(f"{shown(k)}={v.name}" for k, v in formats.items())
         raise IngestError(uri, "one delivery mixes export formats: " + mixed)
     fmt = formats[files[0].name]
     started_at = datetime.now(UTC).replace(tzinfo=None)
@@ -590,12 +651,14 @@ def ingest_billing(
 
     with transaction(con):
         with _any_insertion_order(con):
-            file_totals = {file.name: _stage_file(con, file, fmt, params) for file in files}
+            file_totals = {file.name: _stage_file(con, file, fmt, params, limits) for file in files}
         landed = _landed(con, load_id, fmt)
         for file in files:
             if any(group.bad_periods for group in landed if group.file == file.name):
                 # The one rule the insert cannot check on raw text; the diagnosis names the rows.
-                raise _diagnose(con, file, fmt, read_columns(con, file), "a period ends before it starts")
+                raise _diagnose(
+                    con, file, fmt, read_columns(con, file, limits), "a period ends before it starts"
+                )
 
         # Before the restatement: some rules compare the delivery with the rows it replaces.
         # An error-level failure raises QualityError and the whole load rolls back.
@@ -603,7 +666,14 @@ def ingest_billing(
             from athanor.quality import check_delivery  # lazy: Great Expectations imports slowly
 
             check_delivery(
-                con, fmt, load_id=load_id, file_names=names, file_figures=file_totals, run_id=run_id
+                con,
+                fmt,
+                load_id=load_id,
+                file_names=names,
+                file_figures=file_totals,
+                run_id=run_id,
+                as_of=as_of,
+                config=_released_config(con, load_id),
             )
         replaced = _replace_restated(con, load_id)
         billed = _reconcile(con, load_id, landed, file_totals, started_at)
@@ -629,6 +699,18 @@ def ingest_billing(
     return LoadResult(
         load_id, names, fmt.name, "loaded", rows, billed, periods, replaced, time.monotonic() - started
     )
+
+
+def _released_config(con: duckdb.DuckDBPyConnection, load_id: str) -> Any:
+    """The quality settings for a delivery the operator released: its shrink is accepted."""
+    released = con.execute(
+        "select 1 from loads where load_id = ? and status = 'released'", [load_id]
+    ).fetchone()
+    if not released:
+        return None
+    from athanor.quality import QualityConfig
+
+    return QualityConfig.from_env().with_severity(restated_period_collapsed="warn")
 
 
 @contextmanager

@@ -3,13 +3,22 @@
 Billing files go through `athanor.ingest.billing` (one delivery per folder and format); job logs,
 S3 inventories and EBS listings are loaded here. Every kind passes its data-quality suite
 inside its own transaction, so a rejected delivery leaves the warehouse as it was.
+
+No file stops the others: one that cannot be read (cut short, not UTF-8, a compression bomb,
+too many or repeated columns; see `athanor.ingest.sniff`) or that is of no known format is
+rejected with one line naming it, like a delivery that fails its checks, and the night's other
+deliveries still load. The only files of no known format let through are the data parts of
+an S3 Inventory whose manifest has landed too (the manifest's delivery reads them).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import gzip
 import json
 import logging
 import time
+import zlib
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +27,7 @@ from pathlib import Path
 
 import duckdb
 
+from athanor.ingest import sniff
 from athanor.ingest.billing import (
     IngestError,
     checksum,
@@ -26,6 +36,8 @@ from athanor.ingest.billing import (
     record_failure,
     sources,
 )
+from athanor.ingest.sniff import DEFAULT_LIMITS, BrokenFile, InputLimits
+from athanor.land.names import shown, shown_all
 from athanor.settings import Settings
 from athanor.warehouse import LoadRecord, connect, insert_rows, record_load, transaction
 
@@ -52,26 +64,64 @@ class IngestOutcome:
 # ---------------------------------------------------------------------------- ingest
 
 
-def classify(con: duckdb.DuckDBPyConnection, file: Path) -> str:
-    """'billing:<format>', 'jobs', 'inventory', 'ebs' or 'unknown', from the file's content."""
-    from athanor.ingest import jobs
+def classify(con: duckdb.DuckDBPyConnection, file: Path, limits: InputLimits = DEFAULT_LIMITS) -> str:
+    """'billing:<format>', 'jobs', 'inventory', 'ebs' or 'unknown', from the file's content.
 
+    Reads only the file's first bytes (`sniff.HEAD_BYTES`), unless DuckDB cannot read it as a
+    table: then why is looked for in the whole file, as a stream. Raises `BrokenFile` for a
+    file no reader can take: empty, a gzip cut short, corrupt or expanding past the limits,
+    text not in UTF-8, a header of more columns than the limit, or (billing files and job
+    logs) a column named twice.
+    """
+    from athanor.ingest.jobs.detect import detect as job_log_format
+
+    data, header = sniff.check_content(file, limits)
     keys = _json_keys(file)
     if {"fileSchema", "sourceBucket"} <= keys:
         return "inventory"
     if keys & {"Volumes", "Snapshots"}:
         return "ebs"
     try:
-        fmt = sources.detect(list(read_columns(con, file)))
-        if fmt is not None:
-            return f"billing:{fmt.name}"
+        fmt = sources.detect(list(read_columns(con, file, limits)))
+    except BrokenFile:
+        raise
     except IngestError:
-        pass
+        fmt = None  # not a table DuckDB reads: maybe a job log
+    if fmt is not None:
+        sniff.check_unique(file, header)
+        return f"billing:{fmt.name}"
     try:
-        jobs.detect_job_format(file)
-        return "jobs"
-    except (ValueError, OSError, UnicodeDecodeError):
+        job_log_format(data, file.name)
+    except ValueError:
         return "unknown"
+    sniff.check_unique(file, header)
+    return "jobs"
+
+
+def _not_recognised(file: Path) -> IngestError:
+    """Why a file of no known format is rejected, with its first line to recognise it by."""
+    first = sniff.head(file, 200).decode("utf-8", errors="replace").lstrip("\ufeff").split("\n", 1)[0]
+    return IngestError(
+        file.name,
+        f"not a known billing, job-log or inventory format (first line: {first.rstrip()[:80]!r})",
+    )
+
+
+def _inventory_parts(manifests: list[Path]) -> set[Path]:
+    """The data files the S3 Inventory manifests name, where they are on disk."""
+    from athanor.ingest.inventory import InventoryError, _locate, read_manifest
+
+    parts = set()
+    for manifest in manifests:
+        try:
+            entries = read_manifest(manifest).files
+        except InventoryError:
+            continue  # the manifest's own load reports it
+        for entry in entries:
+            found = _locate(manifest.parent, str(entry.get("key", "")))
+            if found is not None:
+                parts.add(found.resolve())
+    return parts
 
 
 def _json_keys(file: Path) -> set[str]:
@@ -95,15 +145,20 @@ def ingest_paths(
     outcome = IngestOutcome()
     for root in paths:
         if not root.exists():
-            outcome.errors.append(f"{root}: no such file or folder")
+            outcome.errors.append(f"{shown(root)}: no such file or folder")
         elif root.is_file():
             deliveries.append((str(root), [root], True))
         else:
-            for d in landing.list_deliveries(str(root)):
+            found = landing.list_deliveries(str(root))
+            if not found:
+                outcome.lines.append(f"{shown(root)}: nothing to load (no files in the folder)")
+            for d in found:
                 if d.ready:
                     deliveries.append((d.uri, landing.fetch(d, settings.home / ".cache" / "landing"), False))
                 else:
-                    outcome.lines.append(f"{d.uri}: waiting for parts {', '.join(d.missing)}; not loaded yet")
+                    outcome.lines.append(
+                        f"{shown(d.uri)}: waiting for parts {shown_all(d.missing)}; not loaded yet"
+                    )
     return ingest_deliveries(deliveries, warehouse, settings=settings, as_of=as_of, outcome=outcome)
 
 
@@ -125,6 +180,9 @@ def ingest_deliveries(
     outcome = outcome or IngestOutcome()
     failed_status = "quarantined" if quarantine else "failed"
     job_as_of = datetime.combine(as_of, datetime.max.time()) if as_of else None
+    limits = InputLimits.from_settings(settings)
+    if not deliveries and not outcome.lines and not outcome.errors:
+        outcome.lines.append("nothing to load: no delivery has landed")
     con = connect(
         warehouse,
         memory_limit=settings.duckdb_memory_limit,
@@ -132,14 +190,19 @@ def ingest_deliveries(
         wait_s=settings.writer_wait_s,
     )
     try:
+        # Every file's kind first: an inventory manifest anywhere in the night's deliveries
+        # accounts for its data parts, wherever they sit.
+        classified: list[tuple[str, bool, dict[str, list[Path]]]] = []
         for uri, files, explicit in deliveries:
             by_kind: dict[str, list[Path]] = defaultdict(list)
             for file in files:
                 try:
-                    by_kind[classify(con, file)].append(file)
+                    by_kind[classify(con, file, limits)].append(file)
                 except IngestError as exc:
-                    outcome.errors.append(str(exc))
-                    outcome.failed.append([file])
+                    _reject(outcome, con, [file], "unknown", exc, run_id, failed_status)
+            classified.append((uri, explicit, by_kind))
+        parts = _inventory_parts([f for _, _, by_kind in classified for f in by_kind["inventory"]])
+        for uri, explicit, by_kind in classified:
             for kind in sorted(k for k in by_kind if k.startswith("billing:")):
                 # The billing files of one format in one delivery load together (multi-part exports).
                 _load(
@@ -147,7 +210,7 @@ def ingest_deliveries(
                     con,
                     by_kind[kind],
                     "billing",
-                    lambda fs, uri=uri: _billing_lines(con, fs, uri, run_id, settings),
+                    lambda fs, uri=uri: _billing_lines(con, fs, uri, run_id, settings, as_of),
                     run_id,
                     failed_status,
                 )
@@ -157,7 +220,7 @@ def ingest_deliveries(
                     con,
                     [file],
                     "jobs",
-                    lambda fs: ingest_job_file(con, fs[0], job_as_of, run_id),
+                    lambda fs: ingest_job_file(con, fs[0], job_as_of, run_id, limits),
                     run_id,
                     failed_status,
                 )
@@ -173,25 +236,86 @@ def ingest_deliveries(
                 )
             for file in by_kind["ebs"]:
                 _load(outcome, con, [file], "ebs", lambda fs: ingest_ebs(con, fs[0]), run_id, failed_status)
-            if explicit:
-                # Inside a folder, files of no known format (e.g. inventory data parts) are not
-                # deliveries of their own; a file the user named explicitly must be one.
-                for file in by_kind["unknown"]:
-                    outcome.errors.append(f"{file.name}: not a known billing, job-log or inventory format")
-                    outcome.failed.append([file])
+            # A file named on the command line must be a delivery itself, even an inventory part.
+            read_by_manifest = [f for f in by_kind["unknown"] if not explicit and f.resolve() in parts]
+            if read_by_manifest:
+                logger.info(
+                    "%s: %d S3 Inventory data file(s), read with their manifest: %s",
+                    shown(uri),
+                    len(read_by_manifest),
+                    shown_all(f.name for f in read_by_manifest),
+                )
+            for file in by_kind["unknown"]:
+                if file not in read_by_manifest:
+                    _reject(outcome, con, [file], "unknown", _not_recognised(file), run_id, failed_status)
     finally:
         con.close()
     return outcome
 
 
+def allow_release(entry: Path | str, settings: Settings) -> str | None:
+    """Before `athanor quarantine release` puts a delivery back: note in the ledger that the
+    operator releases it, so that its next load takes it as it is.
+
+    The one rule a release overrides is restated_period_collapsed (a restatement shrinking a
+    month sharply is held until someone looks): the released delivery then loads, warned. The
+    delivery is found by its load id, the checksum of its files under their original names,
+    which the files keep when they go back. Returns that load id, or None when the warehouse
+    has not seen the delivery (nothing to note). Refuses an entry outside the quarantine as
+    `release` does (`ReleaseRefused`).
+    """
+    from athanor.ingest.billing import checksum_named
+    from athanor.quality.quarantine import MANIFEST, ReleaseRefused, entry_path
+
+    folder = entry_path(entry, settings.quarantine)
+    try:
+        listed = json.loads((folder / MANIFEST).read_text())["files"]
+        files = [(str(item["original_name"]), folder / Path(str(item["name"])).name) for item in listed]
+        load_id = checksum_named(files)[0][:16]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ReleaseRefused(f"{shown(folder / MANIFEST)} is not a quarantine manifest ({exc})") from None
+    if not settings.warehouse.exists():
+        return None
+    con = connect(
+        settings.warehouse,
+        memory_limit=settings.duckdb_memory_limit,
+        threads=settings.duckdb_threads,
+        wait_s=settings.writer_wait_s,
+    )
+    try:
+        columns = [f.name for f in dataclasses.fields(LoadRecord)]
+        row = con.execute(f"select {', '.join(columns)} from loads where load_id = ?", [load_id]).fetchone()
+        if row is None:
+            return None
+        held = dict(zip(columns, row, strict=True))
+        message = f"released from quarantine {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; was: {held['message']}"
+        record_load(con, LoadRecord(**{**held, "status": "released", "message": message}))
+    finally:
+        con.close()
+    logger.info("%s: released by the operator; its next load takes it as it is", load_id)
+    return load_id
+
+
 def _billing_lines(
-    con: duckdb.DuckDBPyConnection, files: list[Path], uri: str, run_id: str | None, settings: Settings
+    con: duckdb.DuckDBPyConnection,
+    files: list[Path],
+    uri: str,
+    run_id: str | None,
+    settings: Settings,
+    as_of: date | None = None,
 ) -> str:
     """Load one billing delivery; its summary line, then any data-quality warnings."""
     from athanor.quality import QualityError, store_results, warnings_for_load
 
     try:
-        result = ingest_billing(con, files, source_uri=uri, run_id=run_id)
+        result = ingest_billing(
+            con,
+            files,
+            source_uri=uri,
+            run_id=run_id,
+            as_of=as_of,
+            limits=InputLimits.from_settings(settings),
+        )
     except QualityError as exc:
         # The load rolled back; the verdict is kept, for the report and the operator.
         store_results(con, exc.outcome, settings.artifacts)
@@ -210,29 +334,66 @@ def _load(
     run_id: str | None = None,
     failed_status: str = "failed",
 ) -> None:
-    from athanor.quality import QualityError
-
     clock = time.perf_counter()
     try:
         line = load(files)
     except (IngestError, ValueError) as exc:
-        outcome.errors.append(str(exc))
-        outcome.failed.append(files)
-        if not isinstance(exc, QualityError):  # a rule's failure is in dq_results already
-            _record_parse_failure(con, files, kind, exc, run_id)
-        record_failure(con, files, kind, exc, status=failed_status)
-        logger.info(
-            "%s rejected (%s, %s) after %.1f s: %s",
-            ", ".join(f.name for f in files),
-            kind,
-            failed_status,
-            time.perf_counter() - clock,
-            exc,
-        )
+        _reject(outcome, con, files, kind, exc, run_id, failed_status, clock)
+        return
+    except _INPUT_ERRORS as exc:
+        # What a reader raises on a file it cannot take, where no rule named it first.
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        for file in files:
+            text = text.replace(str(file), file.name)  # DuckDB names the file by its local path
+        reason = IngestError(shown_all(f.name for f in files), f"unreadable: {text[:300]}")
+        _reject(outcome, con, files, kind, reason, run_id, failed_status, clock)
         return
     outcome.lines.append(line)
     outcome.loaded += 1
     logger.info("%s (%.1f s)", line.replace("\n", "; "), time.perf_counter() - clock)
+
+
+# Raised by readers on a file they cannot take (a file's fault: the other deliveries go on).
+# A full disk, a lock or a missing warehouse is not the file's fault: those still stop the load.
+_INPUT_ERRORS = (
+    EOFError,
+    zlib.error,
+    gzip.BadGzipFile,
+    duckdb.InvalidInputException,
+    duckdb.ConversionException,
+    duckdb.OutOfMemoryException,
+)
+
+
+def _reject(
+    outcome: IngestOutcome,
+    con: duckdb.DuckDBPyConnection,
+    files: list[Path],
+    kind: str,
+    exc: Exception,
+    run_id: str | None,
+    failed_status: str,
+    clock: float | None = None,
+) -> None:
+    """A delivery that will not load: its one-line reason for the run, its row in the ledger."""
+    from athanor.quality import QualityError
+
+    outcome.errors.append(str(exc))
+    outcome.failed.append(files)
+    if kind == "unknown":
+        outcome.unrecognised += 1
+    elif not isinstance(exc, QualityError):  # a rule's failure is in dq_results already
+        _record_parse_failure(con, files, kind, exc, run_id)
+    record_failure(con, files, kind, exc, status=failed_status)
+    # INFO: the reason also goes to the run's summary and the command's error lines.
+    logger.info(
+        "%s rejected (%s, %s)%s: %s",
+        shown_all(f.name for f in files),
+        kind,
+        failed_status,
+        f" after {time.perf_counter() - clock:.1f} s" if clock is not None else "",
+        exc,
+    )
 
 
 def _record_parse_failure(
@@ -258,7 +419,7 @@ def _record_parse_failure(
         )
         if exc.problems:
             observed = exc.problems[0].rule
-        examples = tuple(str(p).removeprefix(f"{exc.file} ") for p in exc.problems[:5])
+        examples = tuple(str(p).removeprefix(f"{shown(exc.file)} ") for p in exc.problems[:5])
     else:
         column, observed, where, bad, examples = None, str(exc), names, None, ()
     load_id = checksum(files)[0][:16]
@@ -324,7 +485,11 @@ def _quality_gate(
 
 
 def ingest_job_file(
-    con: duckdb.DuckDBPyConnection, file: Path, as_of: datetime | None = None, run_id: str | None = None
+    con: duckdb.DuckDBPyConnection,
+    file: Path,
+    as_of: datetime | None = None,
+    run_id: str | None = None,
+    limits: InputLimits = DEFAULT_LIMITS,
 ) -> str:
     """Load one job-log file; a job reported again (e.g. finished since) replaces its earlier row."""
     from athanor.ingest import jobs
@@ -332,8 +497,8 @@ def ingest_job_file(
     digest, size = checksum([file])
     load_id = digest[:16]
     if _already_loaded(con, load_id):
-        return f"{file.name}: unchanged since load {load_id}, skipped"
-    frame = jobs.read_job_runs(file, as_of=as_of)
+        return f"{shown(file.name)}: unchanged since load {load_id}, skipped"
+    frame = jobs.read_job_runs(file, as_of=as_of, limits=limits)
     frame = frame.assign(load_id=load_id, source_file=file.name)
     with transaction(con):
         con.register("incoming_jobs", frame)
@@ -346,7 +511,9 @@ def ingest_job_file(
         _quality_gate(con, "job_run_facts", load_id, [file], run_id)
         _ledger(con, load_id, "jobs", str(frame["source"].iloc[0]), [file], digest, size, len(frame))
     censored = float(frame["censored"].mean()) if len(frame) else 0.0
-    return f"{file.name}: {frame['source'].iloc[0]} job log, {len(frame):,} jobs, {censored:.0%} censored"
+    return (
+        f"{shown(file.name)}: {frame['source'].iloc[0]} job log, {len(frame):,} jobs, {censored:.0%} censored"
+    )
 
 
 def ingest_inventory(con: duckdb.DuckDBPyConnection, manifest: Path, run_id: str | None = None) -> str:
@@ -358,7 +525,7 @@ def ingest_inventory(con: duckdb.DuckDBPyConnection, manifest: Path, run_id: str
     digest, size = checksum([manifest])
     load_id = digest[:16]
     if _already_loaded(con, load_id):
-        return f"{manifest.parent.name}/manifest.json: unchanged since load {load_id}, skipped"
+        return f"{shown(manifest.parent.name + '/manifest.json')}: unchanged since load {load_id}, skipped"
     frame = lifecycle.read_inventory(manifest)
     stamp = manifest.parent.name[:10]  # AWS names the folder <date>T<hh>-<mm>Z
     inventory_date = date.fromisoformat(stamp) if _is_date(stamp) else datetime.now(UTC).date()
@@ -384,7 +551,8 @@ def ingest_inventory(con: duckdb.DuckDBPyConnection, manifest: Path, run_id: str
         _quality_gate(con, "storage_objects", load_id, [manifest], run_id)
         _ledger(con, load_id, "inventory", "s3_inventory", [manifest], digest, size, len(frame))
     total_gb = frame["size_bytes"].sum() / 1e9
-    return f"{manifest.parent.name}/manifest.json: S3 inventory, {len(frame):,} object versions, {total_gb:,.0f} GB"
+    name = shown(manifest.parent.name + "/manifest.json")
+    return f"{name}: S3 inventory, {len(frame):,} object versions, {total_gb:,.0f} GB"
 
 
 def ingest_ebs(con: duckdb.DuckDBPyConnection, file: Path) -> str:
@@ -394,7 +562,7 @@ def ingest_ebs(con: duckdb.DuckDBPyConnection, file: Path) -> str:
     digest, size = checksum([file])
     load_id = digest[:16]
     if _already_loaded(con, load_id):
-        return f"{file.name}: unchanged since load {load_id}, skipped"
+        return f"{shown(file.name)}: unchanged since load {load_id}, skipped"
     document = json.loads(file.read_text())
     kind = "volumes" if "Volumes" in document else "snapshots"
     parsed = read_ebs(document if kind == "volumes" else None, document if kind == "snapshots" else None)
@@ -409,7 +577,7 @@ def ingest_ebs(con: duckdb.DuckDBPyConnection, file: Path) -> str:
         }
         insert_rows(con, "ebs_listings", [listing], replace=True)
         _ledger(con, load_id, "ebs", f"ebs_{kind}", [file], digest, size, items)
-    return f"{file.name}: EBS {kind}, {items:,} items"
+    return f"{shown(file.name)}: EBS {kind}, {items:,} items"
 
 
 def _is_date(text: str) -> bool:

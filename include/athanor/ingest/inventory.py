@@ -18,6 +18,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
+from athanor.land.names import shown
 from athanor.reference import IT_ACCESS_TIERS, S3_STORAGE_CLASSES
 
 INVENTORY_COLUMNS = [
@@ -64,7 +65,7 @@ class InventoryError(ValueError):
         value: object = None,
     ) -> None:
         self.file, self.rule, self.row, self.column, self.value = str(file), rule, row, column, value
-        where = self.file
+        where = shown(self.file)
         if row is not None:
             where += f": row {row}"
         if column is not None:

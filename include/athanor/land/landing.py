@@ -18,7 +18,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from athanor.land.manifests import CUR_MANIFEST_SUFFIX, CurManifest, parse_cur_manifest
+from athanor.land.manifests import CUR_MANIFEST_SUFFIX, MAX_MANIFEST_BYTES, CurManifest, parse_cur_manifest
+from athanor.land.names import shown
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,7 @@ def list_deliveries(source: str, s3_client: Any = None) -> list[Delivery]:
     """
     if is_s3(source):
         if s3_client is None:
-            raise ValueError(f"{source}: listing a bucket needs an S3 client")
+            raise ValueError(f"{shown(source)}: listing a bucket needs an S3 client")
         bucket, prefix = split_s3(source)
         objects = _list_s3(s3_client, bucket, prefix)
     else:
@@ -133,6 +134,7 @@ def list_deliveries(source: str, s3_client: Any = None) -> list[Delivery]:
     for obj in objects:
         if (
             obj.key.endswith(CUR_MANIFEST_SUFFIX)
+            and obj.size <= MAX_MANIFEST_BYTES
             and (doc := _read_manifest(source, obj.key, s3_client)) is not None
         ):
             manifests.append((obj, doc))
@@ -205,7 +207,7 @@ def fetch(delivery: Delivery, cache_dir: Path, s3_client: Any = None) -> list[Pa
         return [root if root.is_file() else root / o.key for o in delivery.objects]
     client = s3_client or delivery.s3_client
     if client is None:
-        raise ValueError(f"{delivery.uri}: fetching from a bucket needs an S3 client")
+        raise ValueError(f"{shown(delivery.uri)}: fetching from a bucket needs an S3 client")
     bucket, prefix = split_s3(delivery.source)
     paths = []
     for obj in delivery.objects:

@@ -47,15 +47,20 @@ def parse_cur_manifest(body: bytes) -> CurManifest | None:
     )
 
 
+# AWS's manifests are kilobytes (one key per part); a larger file starting with '{' is data
+# (JSON Lines billing) and is not read whole to find that out.
+MAX_MANIFEST_BYTES = 16 << 20
+
+
 def read_cur_manifest(path: Path) -> CurManifest | None:
     """The legacy CUR manifest at `path`, or None if the file is not one.
 
-    Any file of a delivery may be asked: a data file is told apart by its first byte
-    without being read whole.
+    Any file of a delivery may be asked: a data file is told apart by its first byte and its
+    size without being read whole.
     """
     try:
         with path.open("rb") as f:
-            if f.read(1) != b"{":
+            if f.read(1) != b"{" or path.stat().st_size > MAX_MANIFEST_BYTES:
                 return None
         return parse_cur_manifest(path.read_bytes())
     except OSError:

@@ -220,6 +220,8 @@ def _prepare(
         "anomaly_min_history_days": config.anomaly_min_history_days,
         "anomaly_min_jump": config.anomaly_min_jump,
         "anomaly_min_increase": config.anomaly_min_increase,
+        "restatement_min_share": config.restatement_min_share,
+        "as_of": context.as_of,
     }
     con.execute(sql("quality/run/params"), params)
     con.execute(sql("quality/run/file_figures"))

@@ -104,6 +104,8 @@ class QualityConfig:
     anomaly_min_history_days: int = 7  # fewer prior days than this: no verdict
     anomaly_min_jump: float = 0.5  # and at least 50 % above the median (a flat history has MAD 0)
     anomaly_min_increase: float = 10.0  # and at least this much above it, in the billing currency
+    # restated_period_collapsed: a restatement keeping less of the rows or cost it replaces
+    restatement_min_share: float = Settings.restatement_min_share
 
     def __post_init__(self) -> None:
         for rule, level in self.severity.items():
@@ -121,7 +123,11 @@ class QualityConfig:
     def from_settings(cls, settings: Settings) -> QualityConfig:
         """The operator's overrides (`ATHANOR_DQ_SEVERITY`, `ATHANOR_DQ_ANOMALY_K`, read by Settings)."""
         k = cls.anomaly_k if settings.dq_anomaly_k is None else settings.dq_anomaly_k
-        return cls(severity=dict(settings.dq_severity), anomaly_k=k)
+        return cls(
+            severity=dict(settings.dq_severity),
+            anomaly_k=k,
+            restatement_min_share=settings.restatement_min_share,
+        )
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> QualityConfig:
@@ -233,6 +239,18 @@ def billing_rules(source_format: str | None = None) -> tuple[Rule, ...]:
             "no charge period after its billing period",
         ),
         _sql_rule(
+            "charge_period_in_range",
+            "charge_period_start",
+            ERROR,
+            "charge period between 2000-01-01 and a year after the run's day (a misread date otherwise)",
+        ),
+        _sql_rule(
+            "billing_period_in_range",
+            "billing_period_start",
+            ERROR,
+            "billing period between 2000-01-01 and a year after the run's day (a misread date otherwise)",
+        ),
+        _sql_rule(
             "charge_period_billed_late",
             "charge_period_start",
             WARN,
@@ -260,6 +278,14 @@ def billing_rules(source_format: str | None = None) -> tuple[Rule, ...]:
             None,
             WARN,
             "a restated month with fewer rows than before",
+            "billing period",
+        ),
+        _sql_rule(
+            "restated_period_collapsed",
+            None,
+            ERROR,
+            "a restated month keeping less than restatement_min_share of the rows or cost it replaces "
+            "(held in quarantine until released)",
             "billing period",
         ),
         _sql_rule(

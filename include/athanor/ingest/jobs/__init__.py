@@ -59,6 +59,7 @@ from athanor.ingest.jobs.slurm import (
     parse_slurm_elapsed,
     parse_tres_gpus,
 )
+from athanor.ingest.sniff import DEFAULT_LIMITS, InputLimits
 from athanor.reference import CENSORED_STATES, JOB_PRICING_MODELS, JOB_STATES
 
 __all__ = [
@@ -88,6 +89,7 @@ def read_job_runs(
     partition_map: Mapping[str, str] | None = None,
     partition_pricing: Mapping[str, str] | None = None,
     slurm_tz: str = "UTC",
+    limits: InputLimits = DEFAULT_LIMITS,
 ) -> pd.DataFrame:
     """Read one job-log file of any supported format into the canonical table.
 
@@ -97,9 +99,10 @@ def read_job_runs(
         partition_pricing: Slurm partition -> pricing model (unmapped: 'spot' when the
             name contains 'spot', else 'on_demand').
         slurm_tz: time zone sacct printed its timestamps in (sacct uses local time).
+        limits: how far a gzip may expand (`athanor.ingest.sniff`).
     """
     path = Path(path)
-    data = read_bytes(path)
+    data = read_bytes(path, limits)
     kind = detect(data, path.name)
     as_of_ts = _as_utc_naive(as_of)
     for pricing in (partition_pricing or {}).values():

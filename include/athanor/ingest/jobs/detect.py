@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import csv
-import gzip
 from pathlib import Path
 
+from athanor.ingest import sniff
 from athanor.ingest.jobs.problems import JobRunError, Problem
 
 
-def read_bytes(path: Path) -> bytes:
-    data = path.read_bytes()
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
-    return data
+def read_bytes(path: Path, limits: sniff.InputLimits = sniff.DEFAULT_LIMITS) -> bytes:
+    """The whole content (the readers parse it in memory); a gzip is decompressed as a stream
+    and refused once past the limits, or when cut short (one-line IngestError)."""
+    return sniff.expand(path, limits)
 
 
 def decode(data: bytes, name: str) -> str:
@@ -70,6 +69,9 @@ def detect(data: bytes, name: str) -> str:
 
 
 def detect_job_format(path: str | Path) -> str:
-    """'generic', 'slurm' or 'sagemaker', from the file's first bytes / header line."""
+    """'generic', 'slurm' or 'sagemaker', from the file's first bytes / header line.
+
+    Reads at most `sniff.HEAD_BYTES` of the content, whatever the file's size.
+    """
     path = Path(path)
-    return detect(read_bytes(path), path.name)
+    return detect(sniff.head(path), path.name)

@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from athanor.land.names import shown
+
 MAX_EXAMPLES = 5
 
 
@@ -24,7 +26,7 @@ class Problem:
     unit: str = "row"  # 'document' for JSON sources
 
     def __str__(self) -> str:
-        where = self.file
+        where = shown(self.file)
         if self.row is not None:
             where += f" {self.unit} {self.row}"
         if self.column:
@@ -42,9 +44,9 @@ class JobRunError(ValueError):
         if self.total == 1 and len(problems) == 1:
             message = str(problems[0])
         else:
-            shown = problems[:MAX_EXAMPLES]
-            message = f"{file}: {self.total} problems, first {len(shown)}:\n" + "\n".join(
-                f"  {p}" for p in shown
+            first = problems[:MAX_EXAMPLES]
+            message = f"{shown(file)}: {self.total} problems, first {len(first)}:\n" + "\n".join(
+                f"  {p}" for p in first
             )
         super().__init__(message)
 
