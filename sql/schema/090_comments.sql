@@ -6,7 +6,7 @@
 
 comment on table loads is 'The load ledger. Grain: one row per delivery (a file, or the files of one multi-part export) that Athanor has seen, whatever happened to it.';
 comment on column loads.load_id is 'Delivery id: first 16 hex digits of the SHA-256 over the delivery''s files; lineage key of every fact row.';
-comment on column loads.kind is 'What was delivered: billing | jobs | inventory | ebs.';
+comment on column loads.kind is 'What was delivered: billing | jobs | inventory | ebs | unknown (a file of no known format, or one that cannot be read).';
 comment on column loads.source_format is 'Detected format: focus | cur2 | cur_legacy | azure | gcp | generic | slurm | sagemaker | s3_inventory.';
 comment on column loads.source_uri is 'Folder or bucket URL the delivery was read from.';
 comment on column loads.files is 'File names inside source_uri that make up the delivery.';
@@ -15,7 +15,7 @@ comment on column loads.size_bytes is 'Total size of the delivery''s files, byte
 comment on column loads.row_count is 'Data rows read from the delivery.';
 comment on column loads.billing_periods is 'Billing periods (YYYY-MM) the delivery covers; a new delivery of a period replaces the old one.';
 comment on column loads.billing_accounts is 'Billing account ids in the delivery.';
-comment on column loads.status is 'loaded | replaced (a later delivery restated it) | failed | quarantined.';
+comment on column loads.status is 'loaded | replaced (a later delivery restated it) | failed | quarantined | released (let out of quarantine by the operator: the next load takes it as it is).';
 comment on column loads.message is 'Why a delivery failed or was quarantined (file, column, rule, example values).';
 comment on column loads.started_at is 'When the load started (UTC).';
 comment on column loads.finished_at is 'When the load finished (UTC); null while running or if it died.';
