@@ -27,7 +27,6 @@ from typing import Any
 import duckdb
 
 from athanor.errors import DataRejected
-from athanor.ingest.deliveries import ingest_deliveries
 from athanor.settings import Settings
 from athanor.warehouse import connect, insert_rows, sql, transaction
 from athanor.warehouse.connection import configure
@@ -131,6 +130,9 @@ def load(run: RunContext, landed: dict) -> dict:
             logger.info("load (dry run): would load %s: %s", d["uri"], ", ".join(d["files"]))
         return {"dry_run": True, "deliveries": landed["deliveries"], "waiting": landed["waiting"]}
     deliveries = [(d["uri"], [Path(f) for f in d["files"]], False) for d in landed["deliveries"]]
+    # Imported here, not at the top: the DAG files import this module at parse time.
+    from athanor.ingest.deliveries import ingest_deliveries
+
     outcome = ingest_deliveries(
         deliveries,
         run.settings.warehouse,

@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-HOURS_PER_MONTH = 730.0
+from athanor.reference.vocabulary import HOURS_PER_MONTH
+
 HOURS_PER_YEAR = 8760.0
 
 

@@ -699,21 +699,10 @@ def recommend_storage(
     s3_client: Any = None,
 ) -> dict[str, Any]:
     """Checkpoint-storage policies from the latest inventories and EBS listings."""
-    from athanor.ingest.inventory import read_ebs
+    from athanor.ingest.inventory import INVENTORY_COLUMNS, read_ebs
     from athanor.recommend import lifecycle
 
-    columns = [
-        "bucket",
-        "key",
-        "version_id",
-        "is_latest",
-        "is_delete_marker",
-        "size_bytes",
-        "last_modified",
-        "storage_class",
-        "it_access_tier",
-        "etag",
-    ]
+    columns = INVENTORY_COLUMNS  # the canonical inventory shape, named once by the reader
     inventory = con.execute(
         f"select {', '.join(columns)} from storage_objects order by bucket, key, last_modified"
     ).df()

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy import signal, stats
 
-HOURS_PER_MONTH = 730.0  # AWS's billing month
+from athanor.reference.vocabulary import HOURS_PER_MONTH
 
 # Spot Advisor buckets are ranges of "% of instances interrupted per month"
 # (<5, 5-10, 10-15, 15-20, >20). We take the midpoint; for the open-ended top
