@@ -27,7 +27,7 @@ from pathlib import Path
 
 import duckdb
 
-from athanor.ingest import sniff
+from athanor.ingest import sniff, telemetry
 from athanor.ingest.billing import (
     IngestError,
     checksum,
@@ -49,6 +49,7 @@ PARSE_SUITE = {
     "jobs": "job_run_facts",
     "inventory": "storage_objects",
     "ebs": "ebs_listings",
+    "gpu_telemetry": "gpu_samples",
 }
 
 
@@ -65,7 +66,7 @@ class IngestOutcome:
 
 
 def classify(con: duckdb.DuckDBPyConnection, file: Path, limits: InputLimits = DEFAULT_LIMITS) -> str:
-    """'billing:<format>', 'jobs', 'inventory', 'ebs' or 'unknown', from the file's content.
+    """'billing:<format>', 'jobs', 'inventory', 'ebs', 'gpu_telemetry' or 'unknown', from the file's content.
 
     Reads only the file's first bytes (`sniff.HEAD_BYTES`), unless DuckDB cannot read it as a
     table: then why is looked for in the whole file, as a stream. Raises `BrokenFile` for a
@@ -81,6 +82,10 @@ def classify(con: duckdb.DuckDBPyConnection, file: Path, limits: InputLimits = D
         return "inventory"
     if keys & {"Volumes", "Snapshots"}:
         return "ebs"
+    if telemetry.detect(data, header) is not None:
+        if telemetry.is_header(header):  # a header-less nvidia-smi line may repeat a value
+            sniff.check_unique(file, header)
+        return telemetry.KIND
     try:
         fmt = sources.detect(list(read_columns(con, file, limits)))
     except BrokenFile:
@@ -248,6 +253,19 @@ def ingest_deliveries(
             for file in by_kind["unknown"]:
                 if file not in read_by_manifest:
                     _reject(outcome, con, [file], "unknown", _not_recognised(file), run_id, failed_status)
+        # Telemetry last: a CloudWatch answer divides its figures by the GPUs of the job's
+        # instance type, which the night's SageMaker job logs (any delivery) may bring.
+        for _uri, _explicit, by_kind in classified:
+            for group in telemetry.groups(by_kind[telemetry.KIND]):
+                _load(
+                    outcome,
+                    con,
+                    group,
+                    telemetry.KIND,
+                    lambda fs: telemetry.ingest_telemetry(con, fs, run_id=run_id, as_of=as_of),
+                    run_id,
+                    failed_status,
+                )
     finally:
         con.close()
     return outcome

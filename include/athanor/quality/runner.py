@@ -24,7 +24,7 @@ from athanor.warehouse import insert_rows, quote_ident, sql
 
 EXAMPLES = 5
 # Tables that hold many loads: a batch is the rows of one load_id.
-LOADED_TABLES = ("billing_facts", "job_run_facts", "storage_objects")
+LOADED_TABLES = ("billing_facts", "job_run_facts", "storage_objects", "gpu_samples")
 BATCH_VIEW = "dq_batch"
 
 

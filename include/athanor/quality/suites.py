@@ -357,6 +357,41 @@ def storage_rules() -> tuple[Rule, ...]:
     )
 
 
+def telemetry_rules() -> tuple[Rule, ...]:
+    """gpu_samples, per delivery (one load_id, checked before it replaces earlier samples)."""
+    return (
+        _not_null("host"),
+        _not_null("gpu_id"),
+        _not_null("sampled_at"),
+        Rule(
+            "telemetry_utilisation_in_range",
+            "ExpectColumnValuesToBeBetween",
+            {"column": "utilisation_pct", "min_value": 0, "max_value": 100},
+            "utilisation_pct",
+            ERROR,
+            "utilisation of one GPU, 0-100 %",
+        ),
+        _at_least("memory_used_gib", 0, "telemetry_memory_non_negative"),
+        _at_least("power_w", 0, "telemetry_power_non_negative"),
+        _sql_rule(
+            "telemetry_memory_within_total", "memory_used_gib", ERROR, "memory used <= the GPU's memory"
+        ),
+        _sql_rule(
+            "telemetry_sampled_at_in_range",
+            "sampled_at",
+            ERROR,
+            "sampled between 2000-01-01 and the day after the run's day (a misread clock otherwise)",
+        ),
+        _sql_rule("telemetry_sample_unique", "sampled_at", ERROR, "one sample per GPU per instant"),
+        _sql_rule(
+            "telemetry_sample_replaces_loaded",
+            "sampled_at",
+            WARN,
+            "samples of GPUs and instants another file loaded before (this delivery's replace them)",
+        ),
+    )
+
+
 def _castable(name: str, column: str, target: str, description: str) -> Rule:
     # Raw CSV columns are text (all_varchar): "type" means "every value casts".
     query = sql("quality/raw/castable", column=quote_ident(column), type=target)
@@ -425,6 +460,7 @@ SUITES = {
     "billing_facts": billing_rules,
     "job_run_facts": job_run_rules,
     "storage_objects": storage_rules,
+    "gpu_samples": telemetry_rules,
     "focus_raw": lambda: raw_rules("focus"),
     "cur2_raw": lambda: raw_rules("cur2"),
 }

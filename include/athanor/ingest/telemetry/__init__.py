@@ -1,0 +1,205 @@
+"""GPU utilisation telemetry: the delivery kind `gpu_telemetry`, loaded into `gpu_samples`.
+
+One reader per format: `nvidia_smi` (CSV, parsed by DuckDB), `prometheus` (DCGM exporter
+query_range JSON), `cloudwatch` (GetMetricData JSON of SageMaker training jobs). A format is
+recognised from the first bytes of the content (`detect`), like every other delivery kind.
+
+How files make deliveries: each nvidia-smi file loads alone (it is complete: every metric of
+every GPU of one host); the Prometheus files of one landed delivery load together, and so do
+its CloudWatch answers with their saved requests, so that one metric per file still makes
+one sample per GPU and instant.
+
+A load is one transaction: the samples are inserted, the delivery passes the `gpu_samples`
+suite (an error rolls everything back and the delivery goes to quarantine), then it replaces
+what earlier loads held for the same file and host (a file delivered again, corrected) and
+for the same GPU and instant (an export overlapping the previous one).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Callable
+from datetime import date
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from athanor.ingest import sniff
+from athanor.ingest.billing import checksum
+from athanor.ingest.errors import IngestError
+from athanor.ingest.telemetry import cloudwatch, nvidia_smi, prometheus
+from athanor.land.names import shown_all
+from athanor.warehouse import sql, transaction
+
+KIND = "gpu_telemetry"
+FORMATS = (nvidia_smi.FORMAT, prometheus.FORMAT, cloudwatch.FORMAT)
+TABLE = "gpu_samples"
+
+logger = logging.getLogger(__name__)
+
+
+def detect(data: bytes, header: list[str] | None) -> str | None:
+    """The telemetry format of a file from its first bytes and header, or None."""
+    if prometheus.looks_like(data):
+        return prometheus.FORMAT
+    if cloudwatch.looks_like(data):
+        return cloudwatch.FORMAT
+    text = data[:65536].decode("utf-8", errors="replace").lstrip("\ufeff")
+    first = text.split("\n", 1)[0].rstrip("\r")
+    if nvidia_smi.looks_like(first, header):
+        return nvidia_smi.FORMAT
+    return None
+
+
+def is_header(header: list[str] | None) -> bool:
+    """Whether a CSV's first line names columns (nvidia-smi's header), not values."""
+    return bool(header) and "timestamp" in {nvidia_smi.field_name(c) for c in header or []}
+
+
+def format_of(file: Path) -> str | None:
+    data = sniff.head(file, 65536)
+    text = data.decode("utf-8", errors="replace").lstrip("\ufeff")
+    header = sniff.header_columns(data, len(data) < 65536) if not text.lstrip().startswith("{") else None
+    return detect(data, header)
+
+
+def groups(files: list[Path]) -> list[list[Path]]:
+    """The loads a delivery's telemetry files make: each nvidia-smi file alone, the JSON files of
+    one format together."""
+    by_format: dict[str, list[Path]] = defaultdict(list)
+    for file in files:
+        by_format[format_of(file) or "unknown"].append(file)
+    out = [[f] for f in by_format.pop(nvidia_smi.FORMAT, [])]
+    out += [sorted(fs) for _, fs in sorted(by_format.items())]
+    return out
+
+
+def gpus_from_warehouse(con: duckdb.DuckDBPyConnection) -> Callable[[str], cloudwatch.HostGpus | None]:
+    """A SageMaker job's GPUs per instance, from its loaded job log and the GPU catalogue."""
+    from athanor.reference import gpus as catalog
+
+    def lookup(job_name: str) -> cloudwatch.HostGpus | None:
+        row = con.execute(
+            "select instance_type, gpus_per_instance from job_run_facts "
+            "where source = 'sagemaker' and job_id = ?",
+            [job_name],
+        ).fetchall()
+        if not row:
+            return None
+        instance_type, gpus = row[0]
+        spec = catalog.gpu_instance(str(instance_type)) if instance_type else None
+        count = int(gpus) if gpus else (spec.gpu_count if spec else 0)
+        if count < 1:
+            return None
+        return cloudwatch.HostGpus(
+            count, spec.gpu_model if spec else None, spec.gpu_memory_gib if spec else None
+        )
+
+    return lookup
+
+
+def ingest_telemetry(
+    con: duckdb.DuckDBPyConnection,
+    files: list[Path],
+    *,
+    run_id: str | None = None,
+    as_of: date | None = None,
+    gpus_of: Callable[[str], cloudwatch.HostGpus | None] | None = None,
+) -> str:
+    """Load one telemetry delivery (files of one format); its summary line."""
+    from athanor.ingest.deliveries import _already_loaded, _ledger
+    from athanor.quality import QualityError, store_results
+
+    digest, size = checksum(files)
+    load_id = digest[:16]
+    names = shown_all(f.name for f in files)
+    if _already_loaded(con, load_id):
+        return f"{names}: unchanged since load {load_id}, skipped"
+    formats = {format_of(f) for f in files}
+    if len(formats) != 1 or None in formats:
+        raise IngestError(names, f"not one telemetry format ({', '.join(sorted(map(str, formats)))})")
+    fmt = formats.pop()
+    skipped: dict[str, int] = {}
+    try:
+        with transaction(con):
+            if fmt == nvidia_smi.FORMAT:
+                rows = 0
+                for file in files:
+                    try:
+                        rows += write_samples(con, *nvidia_smi.samples_query(con, file, load_id=load_id))
+                    finally:
+                        nvidia_smi.done(con)
+            else:
+                if fmt == prometheus.FORMAT:
+                    samples, skipped = prometheus.read(files, load_id)
+                    prometheus.finish(samples)
+                else:
+                    pairs = cloudwatch.pair(files)
+                    samples, skipped = cloudwatch.read(pairs, load_id, gpus_of or gpus_from_warehouse(con))
+                    cloudwatch.finish(samples)
+                rows = _write_arrow(con, samples.table())
+            if rows == 0:
+                raise IngestError(names, f"no GPU sample in the {fmt} delivery")
+            outcome = _quality_gate(con, load_id, files, run_id, as_of)
+            replaced = _replace_earlier(con, load_id)
+            _ledger(con, load_id, KIND, fmt, files, digest, size, rows)
+    except QualityError as exc:
+        store_results(con, exc.outcome)
+        raise
+    figures = con.execute(sql("ingest/telemetry_load_summary"), {"load_id": load_id}).fetchall()[0]
+    gpus, hosts, first, last, unreported = figures
+    line = (
+        f"{names}: {fmt} telemetry, {rows:,} samples of {gpus:,} GPU{'s' if gpus != 1 else ''} "
+        f"on {hosts:,} host{'s' if hosts != 1 else ''}, "
+        f"{first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} UTC"
+    )
+    if unreported:
+        line += f", {unreported:,} without utilisation ([N/A])"
+    if replaced:
+        line += f", replacing {replaced:,} samples loaded before"
+    if skipped:
+        line += f"; skipped series of other metrics: {', '.join(f'{k} ({v})' for k, v in sorted(skipped.items()))}"
+    warnings = [r.line(outcome.context.file_names) for r in outcome.warnings]
+    return "\n".join([line, *(f"  warning: {w}" for w in warnings)])
+
+
+def write_samples(con: duckdb.DuckDBPyConnection, query: str, params: dict[str, object] | None = None) -> int:
+    """The one writer of gpu_samples: the rows of a query naming its columns; how many."""
+    return int(con.execute(f"insert into gpu_samples by name {query}", params or {}).fetchall()[0][0])
+
+
+def _write_arrow(con: duckdb.DuckDBPyConnection, table: pa.Table) -> int:
+    con.register("incoming_gpu_samples", table)
+    try:
+        return write_samples(con, "select * from incoming_gpu_samples")
+    finally:
+        con.unregister("incoming_gpu_samples")
+
+
+def _quality_gate(
+    con: duckdb.DuckDBPyConnection, load_id: str, files: list[Path], run_id: str | None, as_of: date | None
+):
+    from athanor.quality import BatchContext, QualityError, store_results, validate_batch
+
+    context = BatchContext(run_id or f"load-{load_id}", load_id, tuple(f.name for f in files), as_of)
+    outcome = validate_batch(con, TABLE, TABLE, context=context)
+    if not outcome.ok:
+        raise QualityError(outcome)
+    store_results(con, outcome)
+    return outcome
+
+
+def _replace_earlier(con: duckdb.DuckDBPyConnection, load_id: str) -> int:
+    """Delete what this load supersedes; how many samples that was."""
+    before = con.execute("select count(*) from gpu_samples where load_id <> ?", [load_id]).fetchall()[0][0]
+    if before == 0:
+        return 0
+    con.execute(sql("ingest/telemetry_replace_same_file"), {"load_id": load_id})
+    con.execute(sql("ingest/telemetry_replace_overlap"), {"load_id": load_id})
+    after = con.execute("select count(*) from gpu_samples where load_id <> ?", [load_id]).fetchall()[0][0]
+    return int(before - after)
+
+
+__all__ = ["FORMATS", "KIND", "detect", "groups", "ingest_telemetry", "is_header", "write_samples"]

@@ -1,0 +1,226 @@
+"""nvidia-smi `--query-gpu=... --format=csv` output, as the tool writes it, read by DuckDB.
+
+The query Athanor documents is
+`--query-gpu=timestamp,name,pci.bus_id,uuid,utilization.gpu,memory.used,memory.total,power.draw`;
+any other field order, extra fields (index, temperature.gpu, ...) and the `noheader` /
+`nounits` forms are read too:
+
+- `csv`: a header naming each field with its unit (`utilization.gpu [%]`), values with units
+  (`87 %`, `30000 MiB`, `250.12 W`), fields separated by `, `;
+- `csv,nounits`: the same header, bare values;
+- `csv,noheader[,nounits]`: no header: the fields must be the documented query's, in its order.
+
+A value nvidia-smi cannot give is `[N/A]`, `[Not Supported]`, `[Unknown Error]`,
+`[Insufficient Permissions]`, `[GPU is lost]`...: any bracketed text is a missing value. A
+value that is neither a number (with the field's own unit, if any) nor bracketed refuses the
+file, naming row, column and rule. Timestamps are `YYYY/MM/DD HH:MM:SS.mmm` in the host's local
+time, without a zone: hosts are taken to run in UTC (cloud images do by default).
+
+The host is not in nvidia-smi's output: a `hostname` column (a wrapper that prepends
+`$(hostname), ` to each line, with `hostname` in the header) names it, else the file name
+`<host>.nvidia-smi.csv` (anything may follow `.nvidia-smi` before `.csv`:
+`gpu-node-07.nvidia-smi.2026-11-03.csv.gz`). Otherwise the file is refused.
+
+The whole file is parsed by DuckDB in one pass, straight into the warehouse table: a file set
+of 100 million samples never passes through Python.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from athanor.ingest import sniff
+from athanor.ingest.errors import IngestError
+from athanor.warehouse import sql
+
+FORMAT = "nvidia_smi"
+# The documented query, in its order: the columns of a header-less file.
+QUERY_FIELDS = (
+    "timestamp",
+    "name",
+    "pci.bus_id",
+    "uuid",
+    "utilization.gpu",
+    "memory.used",
+    "memory.total",
+    "power.draw",
+)
+# Field -> the unit nvidia-smi writes after its values (and in the header's brackets).
+UNITS = {"utilization.gpu": "%", "memory.used": "MiB", "memory.total": "MiB", "power.draw": "W"}
+REQUIRED = ("timestamp", "utilization.gpu")
+FILE_NAME = re.compile(r"^(?P<host>.+?)\.nvidia-smi(?:\..*)?\.csv(?:\.gz)?$", re.IGNORECASE)
+_TIMESTAMP = re.compile(r"^\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}(\.\d+)?$")
+_HEADER_FIELD = re.compile(r"^\s*(?P<name>[A-Za-z_.]+)\s*(?:\[(?P<unit>[^\]]*)\])?\s*$")
+EXAMPLES = 5
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How one file is laid out: its fields in order, whether line 1 is a header, its host."""
+
+    fields: tuple[str, ...]
+    header: bool
+    host: str | None  # from the file name; None when a hostname column names it
+
+
+def field_name(text: str) -> str:
+    """'utilization.gpu [%]' -> 'utilization.gpu'; '' for anything else."""
+    m = _HEADER_FIELD.match(text.lstrip("\ufeff"))
+    return m.group("name").lower() if m else ""
+
+
+def looks_like(first_line: str, header: list[str] | None) -> bool:
+    """Whether a CSV's first line is nvidia-smi's header, or a header-less line of the documented query."""
+    names = {field_name(c) for c in header or []}
+    if {"timestamp", "utilization.gpu"} <= names:
+        return True
+    cells = [c.strip() for c in first_line.split(",")]
+    return (
+        len(cells) == len(QUERY_FIELDS)
+        and bool(_TIMESTAMP.match(cells[0]))
+        and (cells[3].startswith("GPU-") or cells[3].startswith("[") or cells[3] == "")
+    )
+
+
+def layout(file: Path) -> Layout:
+    """The file's fields and host, from its first line and its name; refuses what cannot be read."""
+    first = sniff.head(file, 64 * 1024).decode("utf-8", errors="replace").lstrip("\ufeff")
+    first = first.split("\n", 1)[0].rstrip("\r")
+    cells = next(csv.reader([first]), [])
+    names = [field_name(c) for c in cells]
+    header = "timestamp" in names
+    if header:
+        fields = tuple(names)
+        unnamed = [i + 1 for i, n in enumerate(fields) if not n]
+        if unnamed:
+            raise IngestError(
+                file.name,
+                f"nvidia-smi header field {unnamed[0]} ({cells[unnamed[0] - 1].strip()!r}) is not a query field",
+                row=0,
+            )
+        missing = [f for f in REQUIRED if f not in fields]
+        if missing:
+            raise IngestError(
+                file.name, f"nvidia-smi output without {', '.join(missing)}: query it with --query-gpu"
+            )
+        if "uuid" not in fields and "pci.bus_id" not in fields and "index" not in fields:
+            raise IngestError(
+                file.name, "nvidia-smi output names no GPU: add uuid (or pci.bus_id, index) to --query-gpu"
+            )
+    else:
+        if len(cells) != len(QUERY_FIELDS):
+            raise IngestError(
+                file.name,
+                f"nvidia-smi output without a header has {len(cells)} fields; Athanor reads the "
+                f"documented query's {len(QUERY_FIELDS)} ({','.join(QUERY_FIELDS)}) or a file with its header",
+                row=1,
+            )
+        fields = QUERY_FIELDS
+    host = None
+    if "hostname" not in fields:
+        m = FILE_NAME.match(file.name)
+        if not m:
+            raise IngestError(
+                file.name,
+                "nvidia-smi output does not name its host (rule telemetry_host_known): add a hostname "
+                "column, or name the file <host>.nvidia-smi.csv",
+            )
+        host = m.group("host")
+    return Layout(fields, header, host)
+
+
+def _value(column: str) -> str:
+    return f"nullif(trim({column}), '')"
+
+
+RAW = "telemetry_nvsmi_raw"
+
+
+def samples_query(
+    con: duckdb.DuckDBPyConnection, file: Path, *, load_id: str, format_name: str = FORMAT
+) -> tuple[str, dict[str, object]]:
+    """Read the file into a temp table (`RAW`, dropped by `done`) and check every value; the
+    query of its samples (gpu_samples' columns) and its parameters.
+
+    Refuses the file (IngestError naming row, column and rule) when a value is neither a
+    number with its field's unit nor bracketed, or a timestamp is not nvidia-smi's.
+    """
+    lay = layout(file)
+    columns = {f"c{i}": "VARCHAR" for i in range(len(lay.fields))}
+    by_field = {f: f"c{i}" for i, f in enumerate(lay.fields)}
+    # Every value is read as text, trimmed of the blank nvidia-smi puts after each comma.
+    con.execute(
+        sql("ingest/telemetry_nvidia_smi_raw", view=RAW),
+        {"path": str(file), "skip": 1 if lay.header else 0, "columns": columns},
+    )
+    _check(con, RAW, file, lay, by_field)
+    query = sql("ingest/telemetry_nvidia_smi", raw=RAW, **_expressions(by_field))
+    return query, {"load_id": load_id, "format": format_name, "file_name": file.name, "host": lay.host}
+
+
+def done(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(f"drop table if exists {RAW}")
+
+
+def _expressions(by_field: dict[str, str]) -> dict[str, str]:
+    """SQL fragments for the insert: each field's text, or null where the file lacks it."""
+
+    def text(field: str) -> str:
+        c = by_field.get(field)
+        return _value(c) if c else "null::varchar"
+
+    return {
+        f"f_{re.sub(r'[^a-z]', '_', f)}": text(f) for f in (*QUERY_FIELDS, "hostname", "index", "instance_id")
+    }
+
+
+def _check(
+    con: duckdb.DuckDBPyConnection, raw: str, file: Path, lay: Layout, by_field: dict[str, str]
+) -> None:
+    """Refuse the file on its first rule broken: every bad row counted (one pass), a few shown."""
+    checks: list[tuple[str, str, str]] = []  # (field, rule, SQL condition true on a bad row)
+    ts = _value(by_field["timestamp"])
+    checks.append(
+        (
+            "timestamp",
+            "not an nvidia-smi timestamp (YYYY/MM/DD HH:MM:SS.mmm)",
+            f"{ts} is null or try_strptime({ts}, ['%Y/%m/%d %H:%M:%S.%g', '%Y/%m/%d %H:%M:%S']) is null",
+        )
+    )
+    for field, unit in UNITS.items():
+        if field not in by_field:
+            continue
+        v = _value(by_field[field])
+        pattern = "-?[0-9]+(\\.[0-9]+)?( ?" + re.escape(unit) + ")?"
+        checks.append(
+            (
+                field,
+                f"not a number in {unit} (nor a bracketed value such as [N/A])",
+                f"{v} is not null and not starts_with({v}, '[') and not regexp_full_match({v}, '{pattern}')",
+            )
+        )
+    if "hostname" in by_field:
+        checks.append(("hostname", "empty hostname", f"{_value(by_field['hostname'])} is null"))
+    counts = con.execute(
+        "select " + ", ".join(f"count(*) filter (where {cond})" for _, _, cond in checks) + f" from {raw}"
+    ).fetchall()[0]
+    for (field, rule, condition), bad in zip(checks, counts, strict=True):
+        if not bad:
+            continue
+        rows = con.execute(
+            f"select source_row, {by_field[field]} from {raw} where {condition} "
+            f"order by source_row limit {EXAMPLES}"
+        ).fetchall()
+        raise IngestError(
+            file.name,
+            rule,
+            column=field,
+            row=int(rows[0][0]),
+            bad_rows=int(bad),
+            examples=[f"row {r}: {v!r}" for r, v in rows],
+        )
