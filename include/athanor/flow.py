@@ -28,7 +28,7 @@ import duckdb
 
 from athanor.errors import DataRejected
 from athanor.settings import Settings
-from athanor.warehouse import connect, insert_rows, sql, transaction
+from athanor.warehouse import connect, insert_rows
 from athanor.warehouse.connection import configure
 
 logger = logging.getLogger(__name__)
@@ -232,112 +232,68 @@ def _as_of(run: RunContext, con: duckdb.DuckDBPyConnection) -> date:
     return run.as_of or _latest_day(con)
 
 
-def _end_of(day: date | None) -> datetime | None:
-    """The last moment of `day` (UTC): what was known by then, the way ingest measures running jobs."""
-    return datetime.combine(day, datetime.max.time()) if day else None
-
-
-def _drift_reason(row: dict[str, Any]) -> str | None:
-    if not row["flagged"]:
-        return None
-    if row["family_changed"]:
-        return f"family changed: {row['previous_family']} -> {row['current_family']}"
-    return f"p90 moved {row['p90_rel_shift']:+.0%}"
-
-
-# A fit record's figures stored as duration_fits columns of the same name.
-_FIT_FIGURES = (
-    "aic",
-    "bic",
-    "ks",
-    "ks_pvalue",
-    "p50_s",
-    "p90_s",
-    "p99_s",
-    "share_jobs_under_48h",
-    "share_gpu_hours_under_48h",
-)
-
-
 def fit_durations(run: RunContext) -> dict:
     """Fit duration distributions overall and per group, store them with history, flag drift."""
-    from athanor.model import durations
+    from athanor.model import nightly as fits
 
-    group_by = [c.strip() for c in str(run.params.get("group_by") or "team").split(",") if c.strip()]
+    group_by = fits.group_by_of(run.params)
     con = run.connect()
     try:
         as_of = _as_of(run, con)
         # Without a day of its own the run fits every job loaded (the report's day is then the
         # latest billed one, which job logs need not share).
-        frame = con.execute(sql("marts/job_durations"), {"as_of_end": _end_of(run.as_of)}).df()
-        logger.info(
-            "fit_durations: read %d job runs known by %s (%d censored)",
-            len(frame),
-            run.as_of or "now",
-            int(frame["censored"].sum()) if len(frame) else 0,
-        )
+        frame = fits.read_jobs(con, run.as_of)
         if frame.empty:
             return {"groups": 0}
-        fits = [(["all"], f) for f in durations.fit_groups(frame, [])]
-        fits += [(group_by, f) for f in durations.fit_groups(frame, group_by)]
-        records = [(",".join(level), f.to_record()) for level, f in fits]
-        # Drift is against the fits of the closest earlier day (a backfill compares with the past).
-        previous_run = con.execute(
-            """select run_id from duration_fits where run_id <> ? and as_of <= ?
-               order by as_of desc, run_id desc limit 1""",
-            [run.run_id, as_of],
-        ).fetchone()
-        previous = []
-        if previous_run:
-            previous = [
-                json.loads(r)
-                for (r,) in con.execute(
-                    "select record from duration_fits where run_id = ?", [previous_run[0]]
-                ).fetchall()
-            ]
-        drift = {
-            row["group"]: _drift_reason(row)
-            for row in durations.compare_fits(previous, [r for _, r in records])
-        }
-        with transaction(con):
-            con.execute("delete from duration_fits where run_id = ?", [run.run_id])
-            rows = [
-                {
-                    "run_id": run.run_id,
-                    "as_of": as_of,
-                    "group_by": level,
-                    "group_key": r["group"],
-                    "n": r["n"],
-                    "censored": r["censored"],
-                    "family": r["family"],
-                    "params": json.dumps(r["params"]),
-                    **{k: r.get(k) for k in _FIT_FIGURES},
-                    "drift_flag": drift.get(r["group"]),
-                    "record": json.dumps(r, default=str),
-                }
-                for level, r in records
-            ]
-            insert_rows(con, "duration_fits", rows)
-        explained = {
-            currency: round(float(share or 0.0), 4)
-            for currency, _, _, share in con.execute(sql("marts/spend_explained")).fetchall()
-        }
+        # The steps Airflow spreads over workers (fan_out below), here in one process.
+        records = {label: fits.fit(frame, group_by, label) for label in fits.plan(frame, group_by)}
+        return fits.store(con, run.run_id, as_of, fits.assemble(frame, group_by, records))
     finally:
         con.close()
-    drifted = {g: reason for g, reason in drift.items() if reason}
-    logger.info(
-        "fit_durations: wrote %d fits to duration_fits for %s (previous run %s); %d drifted%s",
-        len(records),
-        as_of,
-        previous_run[0] if previous_run else "none",
-        len(drifted),
-        "".join(f"; {g}: {reason}" for g, reason in drifted.items()),
-    )
-    return {
-        "groups": len(records),
-        "drift": drifted,
-        "gpu_spend_explained_by_job_runs": explained,
-    }
+
+
+def plan_fits(run: RunContext) -> dict:
+    """Read the jobs known on the run's day and name the groups to fit, one task each."""
+    from athanor.model import nightly as fits
+
+    group_by = fits.group_by_of(run.params)
+    folder = fits.run_folder(run.settings.home, run.run_id)
+    con = run.connect()
+    try:
+        frame = fits.read_jobs(con, run.as_of)
+    finally:
+        con.close()
+    labels = fits.plan(frame, group_by) if len(frame) else []
+    if labels:
+        fits.save_jobs(frame, folder)
+    logger.info("fit_durations: %d groups to fit: %s", len(labels), ", ".join(labels) or "none")
+    return {"items": labels, "folder": str(folder), "group_by": group_by}
+
+
+def fit_group(run: RunContext, planned: dict, label: str) -> dict:
+    """Fit one group named by `plan_fits` (no warehouse: any worker can)."""
+    from athanor.model import nightly as fits
+
+    return fits.fit(fits.load_jobs(Path(planned["folder"])), planned["group_by"], label)
+
+
+def store_fits(run: RunContext, planned: dict, records: list[dict]) -> dict:
+    """Store the fits of `plan_fits`' groups (small groups borrow), flag drift."""
+    from athanor.model import nightly as fits
+
+    if not planned["items"]:
+        return {"groups": 0}
+    folder = Path(planned["folder"])
+    frame = fits.load_jobs(folder)
+    con = run.connect()
+    try:
+        as_of = _as_of(run, con)
+        by_label = {r["group"]: r for r in records}
+        summary = fits.store(con, run.run_id, as_of, fits.assemble(frame, planned["group_by"], by_label))
+    finally:
+        con.close()
+    fits.drop_jobs(folder)
+    return summary
 
 
 def recommend_mix(run: RunContext) -> dict:
@@ -503,6 +459,22 @@ def record_stage(
 
 
 @dataclass(frozen=True)
+class FanOut:
+    """How Airflow spreads a stage over workers: plan -> one mapped task per item -> gather.
+
+    `plan(run, *inputs)` returns {"items": [...], ...} and holds the writer slot;
+    `each(run, planned, item)` returns a JSON-able result without touching the warehouse, so
+    it takes no slot and runs on any worker; `gather(run, planned, results)` writes and
+    returns the stage's summary. `athanor run` calls the stage's function instead, which does
+    the same steps in one process and must store the same rows.
+    """
+
+    plan: Callable[..., dict]
+    each: Callable[..., dict]
+    gather: Callable[..., dict]
+
+
+@dataclass(frozen=True)
 class Stage:
     name: str
     dag_id: str
@@ -512,6 +484,7 @@ class Stage:
     writes_warehouse: bool = True  # takes the single writer slot
     emits: str | None = None  # the asset this stage updates, by name
     records_itself: bool = False  # writes its own pipeline_runs row on success (publish)
+    fan_out: FanOut | None = None  # in Airflow: mapped over the items its plan names
 
 
 # The one place the order is written: the DAGs, `athanor run` and the tests read it.
@@ -526,7 +499,13 @@ STAGES: tuple[Stage, ...] = (
         inputs=("load",),
         emits="athanor_warehouse",
     ),
-    Stage("fit_durations", "athanor_optimize", fit_durations),
+    Stage(
+        "fit_durations",
+        "athanor_optimize",
+        fit_durations,
+        # One fit per workload group, spread over the workers.
+        fan_out=FanOut(plan_fits, fit_group, store_fits),
+    ),
     Stage("recommend_mix", "athanor_optimize", recommend_mix, after=("fit_durations",)),
     Stage("recommend_lifecycle", "athanor_optimize", recommend_lifecycle),
     Stage("recommend_gpus", "athanor_optimize", recommend_gpus),
@@ -623,11 +602,14 @@ def run_stage(
     settings: Settings | None = None,
     s3_client: Callable[[], Any] | None = None,
     held: duckdb.DuckDBPyConnection | None = None,
+    part: str | None = None,
 ) -> dict:
     """Run stage `name` for the run described by `context`; returns a small JSON-able summary.
 
     The stage's row in `pipeline_runs` (and those of the stages before it that hold no writer
-    slot) is written here, success or failure; a dry run writes none.
+    slot) is written here, success or failure; a dry run writes none. `part` ("plan", "each",
+    "gather") runs one step of a fanned-out stage: the row spans plan's start to gather's end,
+    and a failed "each" is not recorded (it holds no writer slot; its task's log says why).
     """
     settings = settings or Settings.from_env()
     run = RunContext(
@@ -639,22 +621,26 @@ def run_stage(
         held=held,
     )
     stage = STAGE[name]
+    function = stage.function if part is None else getattr(stage.fan_out, part)
     logger.info(
-        "%s: run %s for %s%s",
+        "%s%s: run %s for %s%s",
         name,
+        f" ({part})" if part else "",
         run.run_id,
         run.as_of or "the latest day in the warehouse",
         " (dry run)" if run.dry_run else "",
     )
-    record = stage.writes_warehouse and not run.dry_run
-    if record:
+    record = stage.writes_warehouse and not run.dry_run and part != "each"
+    if record and part in (None, "plan"):
         for earlier, done in _recordable(zip(stage.inputs, inputs, strict=True)):
             times = [datetime.fromisoformat(done[k]) for k in ("started_at", "finished_at")]
             kept = {k: v for k, v in done.items() if k not in ("started_at", "finished_at")}
             record_stage(run, earlier, *times, "success", kept)
     started, clock = _now(), time.perf_counter()
+    if part == "gather":
+        started = datetime.fromisoformat(inputs[0]["started_at"])
     try:
-        summary = stage.function(run, *inputs)
+        summary = function(run, *inputs)
     except Exception as exc:
         finished = _now()
         logger.error("%s failed after %.1f s: %s", name, time.perf_counter() - clock, exc)
@@ -666,7 +652,9 @@ def run_stage(
                 logger.exception("%s: could not record the failure in pipeline_runs", name)
         raise
     finished = _now()
-    if record and not stage.records_itself:
+    if part == "plan":
+        summary["started_at"] = started.isoformat()
+    elif record and not stage.records_itself:
         record_stage(run, name, started, finished, "success", summary)
     logger.info("%s done in %.1f s", name, time.perf_counter() - clock)
     return summary

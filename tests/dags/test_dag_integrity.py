@@ -35,19 +35,60 @@ def test_dags_follow_the_rules(dagbag) -> None:
             assert task.doc_md or task.doc, f"{dag_id}.{task.task_id} has no docstring"
 
 
+# A fanned-out stage is the task group <stage>: plan -> each (mapped) -> gather.
+FAN_OUT_PARTS = ("plan", "each", "gather")
+
+
+def _task_ids(stage) -> set[str]:
+    return {f"{stage.name}.{part}" for part in FAN_OUT_PARTS} if stage.fan_out else {stage.name}
+
+
+def _first(stage) -> str:
+    return f"{stage.name}.plan" if stage.fan_out else stage.name
+
+
+def _last(stage) -> str:
+    return f"{stage.name}.gather" if stage.fan_out else stage.name
+
+
+def _stage_of(task_id: str) -> str:
+    return task_id.split(".", 1)[0]
+
+
 def test_tasks_and_their_order_are_the_declared_stages(dagbag) -> None:
-    from athanor.flow import STAGES, stages_of
+    from athanor.flow import STAGE, STAGES, stages_of
 
     assert set(dagbag.dag_ids) == {stage.dag_id for stage in STAGES}
     for dag_id, dag in dagbag.dags.items():
         stages = stages_of(dag_id)
-        assert {t.task_id for t in dag.tasks} == {s.name for s in stages}, dag_id
+        assert {t.task_id for t in dag.tasks} == set().union(*map(_task_ids, stages)), dag_id
         for position, stage in enumerate(stages):
             # A stage's inputs are among the stages it runs after; those are exactly its upstream
             # tasks, and come before it in STAGES (the order `athanor run` follows).
             assert set(stage.inputs) <= set(stage.after), stage.name
-            assert dag.get_task(stage.name).upstream_task_ids == set(stage.after), stage.name
+            upstream = {_last(STAGE[name]) for name in stage.after}
+            assert dag.get_task(_first(stage)).upstream_task_ids == upstream, stage.name
             assert set(stage.after) <= {s.name for s in stages[:position]}, stage.name
+
+
+def test_fanned_out_stages_map_their_middle_step(dagbag) -> None:
+    from airflow.sdk.definitions.mappedoperator import MappedOperator
+
+    from athanor.flow import STAGES
+    from athanor_common import FAN_OUT_RETRY_DELAY, WRITER_POOL
+
+    fanned = [stage for stage in STAGES if stage.fan_out]
+    assert [stage.name for stage in fanned] == ["fit_durations"]
+    for stage in fanned:
+        dag = dagbag.dags[stage.dag_id]
+        plan, each, gather = (dag.get_task(f"{stage.name}.{part}") for part in FAN_OUT_PARTS)
+        assert isinstance(each, MappedOperator), "each step is mapped over plan's items"
+        assert each.upstream_task_ids == {plan.task_id}
+        assert gather.upstream_task_ids == {plan.task_id, each.task_id}
+        # No item: the mapped step is skipped, and gather still stores (an empty night).
+        assert gather.trigger_rule == "none_failed"
+        assert (plan.pool, each.pool, gather.pool) == (WRITER_POOL, "default_pool", WRITER_POOL)
+        assert each.partial_kwargs["retry_delay"] == FAN_OUT_RETRY_DELAY
 
 
 def test_warehouse_writers_share_one_pool(dagbag) -> None:
@@ -66,7 +107,9 @@ def test_warehouse_writers_share_one_pool(dagbag) -> None:
     assert {name for name, stage in STAGE.items() if stage.writes_warehouse} == writers
     for dag in dagbag.dags.values():
         for task in dag.tasks:
-            expected = WRITER_POOL if STAGE[task.task_id].writes_warehouse else "default_pool"
+            # A fanned-out stage's mapped step reads no warehouse: any worker, no slot.
+            writes = STAGE[_stage_of(task.task_id)].writes_warehouse and not task.task_id.endswith(".each")
+            expected = WRITER_POOL if writes else "default_pool"
             assert task.pool == expected, task.task_id
 
 
@@ -76,7 +119,8 @@ def test_each_stage_emits_its_declared_asset(dagbag) -> None:
 
     for dag in dagbag.dags.values():
         for task in dag.tasks:
-            emits = STAGE[task.task_id].emits
+            stage = STAGE[_stage_of(task.task_id)]
+            emits = stage.emits if task.task_id == _last(stage) else None
             assert [(o.name, o.uri) for o in task.outlets] == (
                 [(emits, ASSETS[emits].uri)] if emits else []
             ), task.task_id
@@ -89,6 +133,8 @@ def test_every_task_alerts_through_the_notifier(dagbag) -> None:
     for dag in dagbag.dags.values():
         for task in dag.tasks:
             callbacks = task.on_failure_callback
+            # A mapped task keeps the callback as given (default_args: one notifier).
+            callbacks = callbacks if isinstance(callbacks, list) else [callbacks]
             assert [type(c) for c in callbacks] == [FailureNotifier], task.task_id
 
 
