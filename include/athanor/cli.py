@@ -347,6 +347,99 @@ def _cmd_quarantine(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _watch_warehouse(args: argparse.Namespace, settings: Settings):
+    from athanor.warehouse import connect
+
+    path = Path(args.warehouse) if args.warehouse else settings.warehouse
+    if not path.exists():
+        raise FileNotFoundError(errno.ENOENT, "no warehouse (run `athanor ingest` first)", str(path))
+    return connect(path, read_only=True, memory_limit=settings.duckdb_memory_limit)
+
+
+def _cmd_anomalies(args: argparse.Namespace, settings: Settings) -> int:
+    """Daily cost anomalies per service, account and team (athanor.watch.anomalies), nothing written."""
+    from athanor.watch.anomalies import find_anomalies
+    from athanor.watch.series import latest_day
+
+    with _watch_warehouse(args, settings) as con:
+        as_of = latest_day(con)
+        if as_of is None:
+            print("[]" if args.format == "json" else "no billing data in the warehouse")
+            return 0
+        since = date.fromisoformat(args.since) if args.since else None
+        found = find_anomalies(con, as_of, settings.watch, since=since)
+    if args.format == "json":
+        print(json.dumps([a.as_json() for a in found], indent=2))
+        return 0
+    rows = [
+        (
+            a.day,
+            a.scope,
+            a.kind,
+            a.currency,
+            f"{a.expected:,.2f}",
+            f"{a.actual:,.2f}",
+            f"{a.excess:,.2f}",
+            "; ".join(
+                f"{t['line']} {t['resource_id'] or ''} +{t['excess']:,.2f}".replace("  ", " ")
+                for t in a.top_lines[:2]
+            ),
+        )
+        for a in found
+    ]
+    print(
+        format_rows(
+            ["day", "scope", "kind", "currency", "expected", "actual", "excess", "top lines"], rows, "table"
+        )
+    )
+    return 0
+
+
+def _cmd_forecast(args: argparse.Namespace, settings: Settings) -> int:
+    """Spend forecast per team and in total, with its backtest (athanor.watch.forecast), nothing written."""
+    from athanor.watch.nightly import compute, forecast_summary
+    from athanor.watch.series import latest_day
+
+    with _watch_warehouse(args, settings) as con:
+        as_of = latest_day(con)
+        if as_of is None:
+            print("no billing data in the warehouse", file=sys.stderr)
+            return 1
+        watch = compute(con, as_of, settings.watch, horizon_days=args.horizon_days, anomalies=False)
+    summary = forecast_summary(watch, args.horizon_days or settings.watch.forecast_horizon_days)
+    if args.format == "json":
+        print(json.dumps(summary, indent=2))
+        return 0
+    rows = [
+        (
+            s["scope"],
+            s["currency"],
+            f"{s['month_to_date']:,.2f}",
+            f"{s['month']['cost']:,.2f} [{s['month']['lower']:,.2f}, {s['month']['upper']:,.2f}]",
+            f"{s['next_days']['cost']:,.2f} [{s['next_days']['lower']:,.2f}, {s['next_days']['upper']:,.2f}]",
+        )
+        for s in summary["scopes"]
+    ]
+    interval = f"{summary['interval']:.0%} interval"
+    print(
+        f"forecast after {summary['as_of']} ({summary['month']} month; next {summary['horizon_days']} days; {interval})"
+    )
+    print(
+        format_rows(
+            ["scope", "currency", "month to date", "month whole", f"next {summary['horizon_days']} days"],
+            rows,
+            "table",
+        )
+    )
+    accuracy = [
+        (a["scope"], a["horizon_days"], a["folds"], "" if a["mape"] is None else f"{a['mape']:.1%}")
+        for a in summary["backtest"]
+    ]
+    print("backtest (MAPE of each horizon's total)")
+    print(format_rows(["scope", "horizon_days", "folds", "mape"], accuracy, "table"))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="athanor", description="GPU cloud-bill analytics on DuckDB")
     parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
@@ -440,6 +533,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["list", "release"])
     p.add_argument("path", nargs="?", help="quarantine folder to release")
     p.set_defaults(func=_cmd_quarantine)
+
+    p = sub.add_parser("anomalies", help="daily cost anomalies per service, account and team")
+    p.add_argument("--warehouse", help="DuckDB file (read-only; default: $ATHANOR_WAREHOUSE)")
+    p.add_argument(
+        "--since", help="first day judged, YYYY-MM-DD (default: the last ATHANOR_ANOMALY_LOOKBACK_DAYS)"
+    )
+    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.set_defaults(func=_cmd_anomalies)
+
+    p = sub.add_parser("forecast", help="spend forecast per team and in total, with its backtest")
+    p.add_argument("--warehouse", help="DuckDB file (read-only; default: $ATHANOR_WAREHOUSE)")
+    p.add_argument(
+        "--horizon-days", type=int, help="days ahead (default: $ATHANOR_FORECAST_HORIZON_DAYS, 90)"
+    )
+    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.set_defaults(func=_cmd_forecast)
 
     # Accepted before or after the command; SUPPRESS keeps a subcommand's default from
     # overwriting `athanor --debug <command>`.

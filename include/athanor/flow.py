@@ -353,6 +353,20 @@ def recommend_gpus(run: RunContext) -> dict:
     return result
 
 
+def watch_spend(run: RunContext) -> dict:
+    """Cost anomalies, the spend forecast and budgets; each new alert sent to the webhook once."""
+    from athanor.watch.nightly import watch_spend as watch
+
+    con = run.connect()
+    try:
+        as_of = _as_of(run, con)
+        result = watch(con, run.run_id, as_of, run.settings.watch, run.settings.alert_webhook)
+    finally:
+        con.close()
+    logger.info("watch_spend for %s: %s", as_of, _brief(result))
+    return result
+
+
 def publish(run: RunContext) -> dict:
     """Render the report and publish the analysts' snapshot."""
     from athanor.publish import build_report
@@ -509,11 +523,12 @@ STAGES: tuple[Stage, ...] = (
     Stage("recommend_mix", "athanor_optimize", recommend_mix, after=("fit_durations",)),
     Stage("recommend_lifecycle", "athanor_optimize", recommend_lifecycle),
     Stage("recommend_gpus", "athanor_optimize", recommend_gpus),
+    Stage("watch_spend", "athanor_optimize", watch_spend),
     Stage(
         "publish",
         "athanor_optimize",
         publish,
-        after=("recommend_mix", "recommend_lifecycle", "recommend_gpus"),
+        after=("recommend_mix", "recommend_lifecycle", "recommend_gpus", "watch_spend"),
         emits="athanor_report",
         records_itself=True,
     ),

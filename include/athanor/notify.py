@@ -33,11 +33,20 @@ def notify_failure(context: Mapping[str, Any], *, webhook: str | None, timeout_s
     """Log the failure message and POST it to `webhook` if there is one; returns the message."""
     message = failure_message(context)
     log.error(message)
-    if not webhook:
-        return message
+    if webhook:
+        # A broken alert channel must not hide the original failure: post_text only logs it.
+        post_text(webhook, message, timeout_s=timeout_s, what="the failure alert")
+    return message
+
+
+def post_text(webhook: str, text: str, *, timeout_s: float = 10.0, what: str = "an alert") -> bool:
+    """POST `{"text": text}` to the webhook; False (and a warning) if it could not be delivered.
+
+    Also the channel of the spend watch's alerts (athanor.watch.alerts).
+    """
     request = urllib.request.Request(
         webhook,
-        data=json.dumps({"text": message}).encode(),
+        data=json.dumps({"text": text}).encode(),
         headers={"Content-Type": "application/json"},
         method="POST",
     )
@@ -45,7 +54,7 @@ def notify_failure(context: Mapping[str, Any], *, webhook: str | None, timeout_s
         with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310 - operator-set URL
             response.read()
     except OSError as exc:
-        # A broken alert channel must not hide the original failure. The URL is not logged:
-        # a webhook URL often carries its token.
-        log.warning("could not send the failure alert to the webhook: %s", exc)
-    return message
+        # The URL is not logged: a webhook URL often carries its token.
+        log.warning("could not send %s to the webhook: %s", what, exc)
+        return False
+    return True

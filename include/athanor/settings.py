@@ -67,6 +67,55 @@ def pricing_value(name: str, value: object) -> float:
 
 
 @dataclass(frozen=True)
+class WatchSettings:
+    """The spend watch's bounds (athanor.watch; README "Spend watch")."""
+
+    # A usage day is compared with the same weekday of the `anomaly_weeks` weeks before it (at
+    # least `anomaly_min_weeks` of them); month-start charges with the `anomaly_months` months
+    # before (at least `anomaly_min_months`). It is an anomaly when its excess over the median
+    # is above all of: k * 1.4826 * MAD (a robust z-score of k), min_jump x the median (a flat
+    # history has MAD 0) and min_increase in the billing currency (cents are not news).
+    anomaly_k: float = 5.0
+    anomaly_weeks: int = 8
+    anomaly_min_weeks: int = 4
+    anomaly_months: int = 3
+    anomaly_min_months: int = 2
+    anomaly_min_jump: float = 0.5
+    anomaly_min_increase: float = 10.0
+    anomaly_lookback_days: int = 14  # the nightly run judges (and alerts on) this many last days
+    forecast_horizon_days: int = 90
+    forecast_interval: float = 0.8  # the prediction interval's coverage
+    budgets: Path | None = None  # the budgets file (YAML or CSV), if any
+
+
+_WATCH_ENV = {
+    "anomaly_k": ("ATHANOR_ANOMALY_K", float),
+    "anomaly_weeks": ("ATHANOR_ANOMALY_WEEKS", int),
+    "anomaly_min_weeks": ("ATHANOR_ANOMALY_MIN_WEEKS", int),
+    "anomaly_months": ("ATHANOR_ANOMALY_MONTHS", int),
+    "anomaly_min_months": ("ATHANOR_ANOMALY_MIN_MONTHS", int),
+    "anomaly_min_jump": ("ATHANOR_ANOMALY_MIN_JUMP", float),
+    "anomaly_min_increase": ("ATHANOR_ANOMALY_MIN_INCREASE", float),
+    "anomaly_lookback_days": ("ATHANOR_ANOMALY_LOOKBACK_DAYS", int),
+    "forecast_horizon_days": ("ATHANOR_FORECAST_HORIZON_DAYS", int),
+    "forecast_interval": ("ATHANOR_FORECAST_INTERVAL", float),
+    "budgets": ("ATHANOR_BUDGETS", Path),
+}
+
+
+def _watch_settings(env: Mapping[str, str]) -> WatchSettings:
+    values = {}
+    for name, (variable, kind) in _WATCH_ENV.items():
+        if env.get(variable):
+            try:
+                values[name] = kind(env[variable])
+            except ValueError:
+                what = {int: "a whole number", float: "a number"}.get(kind, "a path")
+                raise ValueError(f"{variable} must be {what}, got {env[variable]!r}") from None
+    return WatchSettings(**values)
+
+
+@dataclass(frozen=True)
 class Settings:
     home: Path
     warehouse: Path
@@ -84,7 +133,7 @@ class Settings:
     # (data-quality rule, "error" | "warn") pairs overriding the rules' own levels; pairs, not a
     # dict, so that Settings stays hashable.
     dq_severity: tuple[tuple[str, str], ...] = ()
-    dq_anomaly_k: float | None = None  # None: the quality rules' own default
+    watch: WatchSettings = WatchSettings()
     # The CLI's S3 client (in Airflow the bucket is a connection, `landing_conn_id`):
     # an endpoint for S3-compatible servers, and the region.
     s3_endpoint_url: str | None = None
@@ -132,7 +181,7 @@ class Settings:
             report_bucket=env.get("ATHANOR_REPORT_BUCKET") or None,
             alert_webhook=env.get("ATHANOR_ALERT_WEBHOOK") or None,
             dq_severity=_severity_levels(env.get("ATHANOR_DQ_SEVERITY", "")),
-            dq_anomaly_k=float(env["ATHANOR_DQ_ANOMALY_K"]) if env.get("ATHANOR_DQ_ANOMALY_K") else None,
+            watch=_watch_settings(env),
             s3_endpoint_url=env.get("ATHANOR_S3_ENDPOINT_URL") or env.get("AWS_ENDPOINT_URL") or None,
             aws_region=env.get("AWS_REGION", "us-east-1"),
             writer_wait_s=float(env.get("ATHANOR_WRITER_WAIT_S", "60")),

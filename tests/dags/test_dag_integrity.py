@@ -102,6 +102,7 @@ def test_warehouse_writers_share_one_pool(dagbag) -> None:
         "recommend_mix",
         "recommend_lifecycle",
         "recommend_gpus",
+        "watch_spend",
         "publish",
     }
     assert {name for name, stage in STAGE.items() if stage.writes_warehouse} == writers

@@ -147,29 +147,6 @@ def test_focus_charges_keeps_every_focus_column_a_source_provides(warehouse, tmp
     )
 
 
-def _anomaly_warnings(con, load_id: str) -> list[str]:
-    rows = con.execute(
-        "select examples from dq_results where load_id = ? and rule = 'daily_cost_anomaly' and not success",
-        [load_id],
-    ).fetchall()
-    return [example for (examples,) in rows for example in examples]
-
-
-def test_cost_anomalies_compare_usage_with_usage(warehouse, tmp_path) -> None:
-    # October: 31 days of 10.00 usage. November: the same usage, plus the month's reservation fee
-    # (a Purchase line of 5,000 on the 1st) and its tax (800 on the 30th), plus a real usage spike
-    # on the 18th. Summing every line, the 1st would read 5,010 against a median of 10.
-    ingest_billing(warehouse, [_write(tmp_path / "october.csv", _focus_rows("2026-10", 31))])
-    november = _focus_rows("2026-11", 30)
-    november[17]["BilledCost"] = november[17]["EffectiveCost"] = "1000.00"
-    fee = {**november[0], "ChargeCategory": "Purchase", "ChargeFrequency": "Recurring", "ResourceId": "ri-1"}
-    tax = {**november[29], "ChargeCategory": "Tax", "ChargeFrequency": "Recurring", "ResourceId": "tax"}
-    fee["BilledCost"] = fee["EffectiveCost"] = "5000.00"
-    tax["BilledCost"] = tax["EffectiveCost"] = "800.00"
-    result = ingest_billing(warehouse, [_write(tmp_path / "november.csv", [*november, fee, tax])])
-    assert _anomaly_warnings(warehouse, result.load_id) == ["2026-11-18 acct-1: USD 1000.00 vs median 10.00"]
-
-
 @pytest.mark.parametrize(
     ("finished", "expected"),
     [

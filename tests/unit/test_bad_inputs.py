@@ -423,15 +423,14 @@ def test_same_file_under_another_name_warns(wh, tmp_path):
     assert facts(wh, "* exclude (load_id, source_file)") == before  # identical content, new lineage
 
 
-def test_cost_jump_is_flagged_not_dropped(wh, tmp_path):
+def test_cost_jump_is_loaded_not_dropped(wh, tmp_path):
     rows = good_rows()
     rows[17]["BilledCost"] = rows[17]["EffectiveCost"] = (
         "1000.00"  # day 18: 100x the 10.00 of every day before
     )
     result = ingest_billing(wh, [write_csv(tmp_path / "focus.csv", rows)])
-    assert dq_warnings(wh, result.load_id) == [
-        ("daily_cost_anomaly", 1, ["2026-11-18 acct-1: USD 1000.00 vs median 10.00"]),
-    ]
+    # Not a quality warning: the spend watch judges it (tests/unit/test_watch.py).
+    assert dq_warnings(wh, result.load_id) == []
     assert total(wh) == [("acct-1", "USD", 20, Decimal("1190"))]  # 19 x 10 + 1000
 
 

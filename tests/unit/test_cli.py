@@ -259,6 +259,7 @@ def test_run_runs_the_declared_stages_in_order(
         ("recommend_mix", ()),
         ("recommend_lifecycle", ()),
         ("recommend_gpus", ()),
+        ("watch_spend", ()),
         ("publish", ()),
     ]
     # That is the declared order, and every stage ran after the ones it waits for.

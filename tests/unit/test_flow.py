@@ -543,5 +543,6 @@ def test_stages_of_each_dag_in_flow_order() -> None:
         "recommend_mix",
         "recommend_lifecycle",
         "recommend_gpus",
+        "watch_spend",
         "publish",
     ]

@@ -58,26 +58,25 @@ def test_billing_suite_covers_the_rules_asked_for():
         "line_item_unique",
         "currency_consistent_per_account",
         "reconciles_with_file",
-        "daily_cost_anomaly",
         "restated_period_shrank",
         "delivery_repeats_loaded_file",
     } <= names
     severity = {r.name: r.severity for r in suite_rules("billing_facts")}
-    assert severity["daily_cost_anomaly"] == "warn" and severity["line_item_unique"] == "error"
+    assert severity["delivery_repeats_loaded_file"] == "warn" and severity["line_item_unique"] == "error"
+    # Cost anomalies are the spend watch's (athanor.watch), not a quality rule computed a second way.
+    assert "daily_cost_anomaly" not in names
 
 
 def test_config_overrides_severity_from_env_and_rejects_unknown_levels():
     config = QualityConfig.from_env(
         {
-            "ATHANOR_DQ_SEVERITY": "line_item_unique=warn, daily_cost_anomaly=error",
-            "ATHANOR_DQ_ANOMALY_K": "3",
+            "ATHANOR_DQ_SEVERITY": "line_item_unique=warn, delivery_repeats_loaded_file=error",
         }
     )
     rules = {r.name: r for r in suite_rules("billing_facts")}
     assert config.severity_of(rules["line_item_unique"]) == "warn"
-    assert config.severity_of(rules["daily_cost_anomaly"]) == "error"
+    assert config.severity_of(rules["delivery_repeats_loaded_file"]) == "error"
     assert config.severity_of(rules["charge_category_in_set"]) == "error"  # default kept
-    assert config.anomaly_k == 3.0
     with pytest.raises(ValueError, match="must be one of"):
         QualityConfig(severity={"line_item_unique": "fatal"})
     with pytest.raises(TypeError):

@@ -18,7 +18,7 @@ def test_defaults_follow_the_home_folder(tmp_path: Path) -> None:
         str(tmp_path / "landing"),
         tmp_path / "reports",
     )
-    assert (s.alert_webhook, s.dq_severity, s.dq_anomaly_k, s.s3_endpoint_url, s.aws_region) == (
+    assert (s.alert_webhook, s.dq_severity, s.watch.budgets, s.s3_endpoint_url, s.aws_region) == (
         None,
         (),
         None,
@@ -32,7 +32,8 @@ def test_every_knob_is_read_here() -> None:
         {
             "ATHANOR_ALERT_WEBHOOK": "https://hooks.example.invalid/T000/secret-token",
             "ATHANOR_DQ_SEVERITY": " line_item_unique=warn, ,cost_jump = error,line_item_unique=error",
-            "ATHANOR_DQ_ANOMALY_K": "3.5",
+            "ATHANOR_ANOMALY_K": "3.5",
+            "ATHANOR_BUDGETS": "budgets.yaml",
             "AWS_ENDPOINT_URL": "http://127.0.0.1:9000",
             "AWS_REGION": "eu-west-1",
         }
@@ -40,7 +41,10 @@ def test_every_knob_is_read_here() -> None:
     assert s.alert_webhook == "https://hooks.example.invalid/T000/secret-token"
     # A rule named twice: the last level wins.
     assert s.dq_severity == (("line_item_unique", "error"), ("cost_jump", "error"))
-    assert (s.dq_anomaly_k, s.s3_endpoint_url, s.aws_region) == (3.5, "http://127.0.0.1:9000", "eu-west-1")
+    assert (s.watch.anomaly_k, s.watch.budgets) == (3.5, Path("budgets.yaml"))
+    assert (s.s3_endpoint_url, s.aws_region) == ("http://127.0.0.1:9000", "eu-west-1")
+    with pytest.raises(ValueError, match="ATHANOR_ANOMALY_WEEKS must be a whole number, got 'eight'"):
+        Settings.from_env({"ATHANOR_ANOMALY_WEEKS": "eight"})
     # Athanor's own endpoint variable wins over AWS's.
     both = {"ATHANOR_S3_ENDPOINT_URL": "http://127.0.0.1:7480", "AWS_ENDPOINT_URL": "http://127.0.0.1:9000"}
     assert Settings.from_env(both).s3_endpoint_url == "http://127.0.0.1:7480"
@@ -55,9 +59,8 @@ def test_the_webhook_stays_out_of_logs_and_settings_stay_hashable() -> None:
 
 
 def test_the_quality_config_is_built_from_the_settings() -> None:
-    s = Settings.from_env({"ATHANOR_DQ_SEVERITY": "line_item_unique=warn", "ATHANOR_DQ_ANOMALY_K": "3"})
+    s = Settings.from_env({"ATHANOR_DQ_SEVERITY": "line_item_unique=warn"})
     config = QualityConfig.from_settings(s)
-    assert (dict(config.severity), config.anomaly_k) == ({"line_item_unique": "warn"}, 3.0)
-    assert QualityConfig.from_settings(Settings.from_env({})).anomaly_k == QualityConfig().anomaly_k
+    assert dict(config.severity) == {"line_item_unique": "warn"}
     with pytest.raises(ValueError, match="severity of rule line_item_unique"):
         QualityConfig.from_settings(Settings.from_env({"ATHANOR_DQ_SEVERITY": "line_item_unique=fatal"}))

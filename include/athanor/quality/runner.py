@@ -215,11 +215,6 @@ def _prepare(
     """Temp tables the SQL rules read: bound parameters and the figures read from the files."""
     params = {
         "load_id": context.load_id or "",
-        "anomaly_k": config.anomaly_k,
-        "anomaly_window_days": config.anomaly_window_days,
-        "anomaly_min_history_days": config.anomaly_min_history_days,
-        "anomaly_min_jump": config.anomaly_min_jump,
-        "anomaly_min_increase": config.anomaly_min_increase,
         "restatement_min_share": config.restatement_min_share,
         "as_of": context.as_of,
     }

@@ -96,14 +96,13 @@ class Rule:
 
 @dataclass(frozen=True)
 class QualityConfig:
-    """Severity per rule (`error` blocks the batch, `warn` loads and reports) and the anomaly bounds."""
+    """Severity per rule (`error` blocks the batch, `warn` loads and reports) and the restatement bound.
+
+    Cost anomalies are not a quality rule: the spend watch (athanor.watch) judges them against
+    their seasonal expectation after the load.
+    """
 
     severity: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    anomaly_k: float = 5.0  # a day is anomalous above median + k * 1.4826 * MAD of the window
-    anomaly_window_days: int = 14
-    anomaly_min_history_days: int = 7  # fewer prior days than this: no verdict
-    anomaly_min_jump: float = 0.5  # and at least 50 % above the median (a flat history has MAD 0)
-    anomaly_min_increase: float = 10.0  # and at least this much above it, in the billing currency
     # restated_period_collapsed: a restatement keeping less of the rows or cost it replaces
     restatement_min_share: float = Settings.restatement_min_share
 
@@ -121,11 +120,9 @@ class QualityConfig:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> QualityConfig:
-        """The operator's overrides (`ATHANOR_DQ_SEVERITY`, `ATHANOR_DQ_ANOMALY_K`, read by Settings)."""
-        k = cls.anomaly_k if settings.dq_anomaly_k is None else settings.dq_anomaly_k
+        """The operator's overrides (`ATHANOR_DQ_SEVERITY`, read by Settings)."""
         return cls(
             severity=dict(settings.dq_severity),
-            anomaly_k=k,
             restatement_min_share=settings.restatement_min_share,
         )
 
@@ -294,13 +291,6 @@ def billing_rules(source_format: str | None = None) -> tuple[Rule, ...]:
             WARN,
             "the same content as a loaded file under another name",
             "file",
-        ),
-        _sql_rule(
-            "daily_cost_anomaly",
-            "billed_cost",
-            WARN,
-            "a day far above the median + k*MAD of the days before",
-            "day",
         ),
     ]
     return tuple(not_null + enums + periods + custom)

@@ -3,10 +3,5 @@
 create or replace temp table dq_params as
 select
     $load_id::varchar                   as load_id,
-    $anomaly_k::double                  as anomaly_k,
-    $anomaly_window_days::integer       as anomaly_window_days,
-    $anomaly_min_history_days::integer  as anomaly_min_history_days,
-    $anomaly_min_jump::double           as anomaly_min_jump,
-    $anomaly_min_increase::double       as anomaly_min_increase,
     $restatement_min_share::double      as restatement_min_share,
     $as_of::date                        as as_of  -- the run's day; null: today
