@@ -1,5 +1,7 @@
--- Grain: one row per job class (team x instance family) over the planning window
--- [$window_start, $window_end): what the spot model needs to know about its jobs.
+-- Grain: one row per job class (team x instance family x phase) over the planning window
+-- [$window_start, $window_end): what the spot model needs to know about its jobs. The phase
+-- (explore | tune | production, null where the log records none) sets the class's default
+-- purchase option in the mix (athanor.recommend.phases); a class without one is named team/family.
 with jobs as (
     select
         coalesce(team, 'unknown')                          as team,
@@ -9,7 +11,8 @@ with jobs as (
         instance_count,
         gpu_hours,
         checkpoint_time_s / 3600.0                         as checkpoint_time_h,
-        checkpoint_interval_s is not null                  as checkpointed
+        checkpoint_interval_s is not null                  as checkpointed,
+        phase
     from job_run_facts
     where start_time >= $window_start and start_time < $window_end
       and duration_s > 0 and instance_type is not null
@@ -24,9 +27,11 @@ pools as (
 
 final as (
     select
-        j.team || '/' || j.instance_family                       as job_class,
+        j.team || '/' || j.instance_family
+            || coalesce('/' || j.phase, '')                      as job_class,
         j.team,
         j.instance_family,
+        j.phase,
         p.pool,
         -- The type carrying most of the class's GPU-hours: whose Spot Advisor figure applies.
         arg_max(j.instance_type, j.gpu_hours)                    as instance_type,

@@ -42,6 +42,7 @@ from athanor.model.performance import (
     hours_on,
     memory_requirement,
 )
+from athanor.recommend.phases import PHASE_DEFAULTS, purchase_words
 from athanor.reference import gpus as catalog
 from athanor.reference.vocabulary import HOURS_PER_MONTH, JOB_PHASES
 
@@ -55,11 +56,8 @@ MULTI_NODE_MIN_GPUS = 8
 # production runs of a model differ in size and urgency). A column no run records is left out.
 DEFAULT_GROUP_BY = ("team", "project", "model", "phase")
 PHASES = JOB_PHASES
-PHASE_PURCHASE = {
-    "explore": "spot or on-demand",
-    "tune": "commitment (reserved instances or a savings plan)",
-    "production": "dedicated capacity (a capacity reservation) with an SLA",
-}
+# The words of each phase's default purchase option; the mapping itself is recommend.phases'.
+PHASE_PURCHASE = {name: d.words for name, d in PHASE_DEFAULTS.items()}
 # Float sums of the same prices differ in the last bits: those differences are no reason to move.
 _TOLERANCE = 1e-9
 
@@ -312,7 +310,7 @@ def plan_class(
     """The plan for one class; ``candidates`` must include the current type. Candidates of other
     providers than the current type's compete only with ``same_provider=False``; with ``allowed``
     (instance types, lower case) only those and the current type do."""
-    purchase = PHASE_PURCHASE.get(cls.phase or "", "not stated (no phase recorded)")
+    purchase = purchase_words(cls.phase)
 
     def bare(reason: str) -> ClassPlan:
         return ClassPlan(

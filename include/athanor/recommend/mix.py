@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from athanor.model.demand import ClassDurations
-from athanor.recommend import spot
+from athanor.recommend import phases, spot
 from athanor.recommend.commitments import (
     DEFAULT_ANNUAL_DEMAND_DECLINE,
     DEFAULT_OFFERS,
@@ -62,12 +62,18 @@ class PoolPlan:
     spot_share: float  # share of the pool's work moved to spot (or deadline-safe spot)
     plan: CommitPlan
     gpus_per_unit: float = 1.0
+    # Share of the pool's work whose phase keeps it off commitments (explore not on spot).
+    uncommitted_share: float = 0.0
+    # Share of the pool's work by phase ('none': no phase recorded, or no job class explains it).
+    phase_shares: Mapping[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, object]:
         return {
             "pool": self.pool,
             "on_demand_rate": self.on_demand_rate,
             "spot_share": self.spot_share,
+            "uncommitted_share": self.uncommitted_share,
+            "phase_shares": dict(self.phase_shares),
             "recommended_quantity": self.plan.commit_units,
             "existing_quantity_avg": self.plan.existing_units,
             "term_months": self.plan.term_months,
@@ -122,6 +128,14 @@ class MixRecommendation:
     assumptions: dict[str, object] = field(default_factory=dict)
     spot_completion_interval: tuple[float, float] | None = None  # Wilson, over the pooled simulated jobs
     spot_simulated_jobs: int = 0
+    # Per phase ('none': no phase recorded): its default purchase option and what the mix did.
+    phases: dict[str, dict[str, object]] = field(default_factory=dict)
+    class_phases: dict[str, str | None] = field(default_factory=dict)  # job class -> phase
+
+    def class_dict(self, assessment: spot.SpotAssessment) -> dict[str, object]:
+        """A job class's assessment with the phase that set its default purchase option."""
+        phase = self.class_phases.get(assessment.job_class)
+        return {**assessment.to_dict(), "phase": phase, "default_purchase": phases.purchase_words(phase)}
 
     @property
     def estimated_monthly_cost(self) -> float:
@@ -187,7 +201,8 @@ class MixRecommendation:
             "recommended_quantity": {p.pool: p.plan.commit_units for p in self.pools},
             "hourly_commitment": self.hourly_commitment,
             "savings_plan": None if self.savings_plan is None else self.savings_plan.to_dict(),
-            "job_classes": [j.to_dict() for j in self.job_classes],
+            "job_classes": [self.class_dict(j) for j in self.job_classes],
+            "phases": self.phases,
             "gpu_hours_share": self.hours_share,
             "cost_share": self.cost_share,
             "estimated_monthly_cost": self.estimated_monthly_cost,
@@ -252,6 +267,10 @@ def _assess_classes(
         allowed = bool(getattr(row, "interruptible", True))
         if not allowed:
             fixed = "on_demand"  # the owner says these jobs must not be interrupted
+        default = phases.default_for(getattr(row, "phase", None))
+        off_spot = default is not None and not default.may_use_spot
+        if off_spot:
+            fixed = "on_demand"  # the phase's default is a commitment or dedicated capacity
         durations = inputs.durations.get(str(row.job_class))
         gpus = float(inputs.gpus_per_unit.get(str(row.pool), 1.0))
         # The class's work at on-demand prices, a month: its GPU-hours in pool units.
@@ -282,6 +301,13 @@ def _assess_classes(
         )
         if not allowed and assessment.checkpointed:
             assessment = replace(assessment, reason="the owner keeps these jobs off spot")
+        if off_spot and allowed and default is not None:
+            # Checkpointing would not move these to spot either: no 'checkpointing' alternative.
+            # What spot would have cost stays in the reason, for a reader weighing the default.
+            reason = f"phase {default.phase}: bought as {default.words} (the phase's default), not spot"
+            if assessment.checkpointed:
+                reason += f"; {assessment.reason}"
+            assessment = replace(assessment, unlock=None, reason=reason)
         out.append(assessment)
     return out
 
@@ -294,6 +320,10 @@ class _PoolSpot:
     spot_hours_share: float = 0.0  # of that work's billed hours, the share on spot
     cost_ratio: float = 1.0  # its cost / the same work on on-demand
     spot_dollar_share: float = 0.0  # of its dollars, the share paid at spot rates
+    # Share of the pool's work whose phase buys no commitment and that is not on spot (explore
+    # on on-demand): left out when commitments are sized.
+    uncommitted_share: float = 0.0
+    phase_shares: Mapping[str, float] = field(default_factory=dict)  # phase ('none') -> share
 
 
 def _spot_shares(
@@ -301,7 +331,8 @@ def _spot_shares(
     assessments: Sequence[spot.SpotAssessment],
     demand_gpu_hours: Mapping[str, float] | None = None,
 ) -> dict[str, _PoolSpot]:
-    """Per pool, the share of demand that goes to spot and what it costs.
+    """Per pool, the share of demand that goes to spot and what it costs, and the share of
+    explore work left on on-demand (its phase buys no commitment).
 
     With the pool's demand in GPU-hours (``demand_gpu_hours``, same window as the
     job classes) the share is spot-class GPU-hours over it, so demand no job
@@ -309,30 +340,53 @@ def _spot_shares(
     on-demand; without it the job classes are taken to describe all the demand.
     """
     shares: dict[str, _PoolSpot] = {}
+    defaults = [phases.default_for(p) for p in jobs_by_class.get("phase", [None] * len(jobs_by_class))]
     frame = jobs_by_class.assign(
         _spot=[a.uses_spot for a in assessments],
         _ratio=[a.cost_ratio_vs_on_demand for a in assessments],
         _spot_hours=[a.spot_hours_share for a in assessments],
         _spot_usd=[a.spot_dollar_share for a in assessments],
+        _phase=[d.phase if d else "none" for d in defaults],
+        _commits=[d is None or d.may_drive_commitments for d in defaults],
     )
     for pool, group in frame.groupby("pool", sort=True):
         total = float(group["gpu_hours"].sum())
         if demand_gpu_hours and str(pool) in demand_gpu_hours:
             total = max(total, float(demand_gpu_hours[str(pool)]))
+        if total <= 0:
+            shares[str(pool)] = _PoolSpot()
+            continue
+        by_phase = {str(k): float(v) / total for k, v in group.groupby("_phase")["gpu_hours"].sum().items()}
+        by_phase["none"] = by_phase.get("none", 0.0) + max(1.0 - sum(by_phase.values()), 0.0)
+        kept_off = group[~group["_spot"] & ~group["_commits"]]
+        phase_part = _PoolSpot(
+            uncommitted_share=float(kept_off["gpu_hours"].sum()) / total, phase_shares=by_phase
+        )
         moved = group[group["_spot"]]
         moved_h = float(moved["gpu_hours"].sum())
-        if total <= 0 or moved_h <= 0:
-            shares[str(pool)] = _PoolSpot()
+        if moved_h <= 0:
+            shares[str(pool)] = phase_part
             continue
         w = moved["gpu_hours"] / moved_h
         ratio = float((w * moved["_ratio"]).sum())
-        shares[str(pool)] = _PoolSpot(
+        shares[str(pool)] = replace(
+            phase_part,
             share=moved_h / total,
             spot_hours_share=float((w * moved["_spot_hours"]).sum()),
             cost_ratio=ratio,
             spot_dollar_share=float((w * moved["_ratio"] * moved["_spot_usd"]).sum()) / ratio,
         )
     return shares
+
+
+def _committable(units: np.ndarray, pool: _PoolSpot) -> np.ndarray:
+    """The hourly demand commitments are sized on: without spot work, nor explore work on on-demand.
+
+    Only the sizing leaves explore out. Once bought, a reservation or savings plan discounts any
+    matching usage, as the bill does, so the month's simulation (``_mix_costs``) lets explore
+    work use what the other work leaves idle.
+    """
+    return units * max(1.0 - pool.share - pool.uncommitted_share, 0.0)
 
 
 def _mix_costs(
@@ -458,13 +512,22 @@ def recommend_mix(
         existing_rate[j] = (
             (sum(q * r for q, r in rated) + unrated * default_rate) / total_units if total_units > 0 else 0.0
         )
-        base = wide[pool].to_numpy(dtype=float) * (1.0 - shares.get(pool, _PoolSpot()).share)
+        base = _committable(wide[pool].to_numpy(dtype=float), shares.get(pool, _PoolSpot()))
         plans = plan_terms(
             base, od_rates[j], prices.offers, held, prices.annual_demand_decline,
             min_utilization=prices.min_utilization,
         )  # fmt: skip
+        found = shares.get(pool, _PoolSpot())
         pool_plans.append(
-            PoolPlan(pool, float(od_rates[j]), shares.get(pool, _PoolSpot()).share, best_plan(plans), gpus[j])
+            PoolPlan(
+                pool,
+                float(od_rates[j]),
+                found.share,
+                best_plan(plans),
+                gpus[j],
+                uncommitted_share=found.uncommitted_share,
+                phase_shares=dict(found.phase_shares),
+            )  # fmt: skip
         )
 
     sp_plan = None
@@ -475,7 +538,7 @@ def recommend_mix(
         horizon_h = int(round(prices.sp_term_months * HOURS_PER_MONTH))
         frames, ri = [], {}
         for j, pool in enumerate(pools):
-            base = wide[pool].to_numpy(dtype=float) * (1.0 - shares.get(pool, _PoolSpot()).share)
+            base = _committable(wide[pool].to_numpy(dtype=float), shares.get(pool, _PoolSpot()))
             frames.append(
                 pd.DataFrame(
                     {
@@ -540,6 +603,11 @@ def recommend_mix(
         spot_completion_rate=completed / simulated if simulated else None,
         spot_completion_interval=spot.wilson_interval(completed, simulated) if simulated else None,
         spot_simulated_jobs=simulated,
+        phases=_phase_summary(jobs_by_class, assessments, wide, gpus, inputs.month_factor),
+        class_phases={
+            a.job_class: phases.phase_of(p)
+            for a, p in zip(assessments, jobs_by_class.get("phase", [None] * len(assessments)), strict=True)
+        },
         sensitivity=sensitivity,
         assumptions={
             "hours_per_month": HOURS_PER_MONTH,
@@ -557,6 +625,75 @@ def recommend_mix(
             "spot_work_spread": "spot-eligible work is spread over the hours like the pool's demand",
         },
     )
+
+
+_PHASE_EFFECT = {
+    "explore": "buys no commitment: spot where the spot recommender allows, else on-demand; "
+    "commitments are sized without it",
+    "tune": "kept off spot; counted when reserved units and the savings plan are sized",
+    "production": "kept off spot; counted when reserved units (the mix's dedicated capacity) and the "
+    "savings plan are sized",
+    "none": "no phase recorded: the mix's own choice (spot where the spot recommender allows, "
+    "commitments sized on the rest)",
+}
+
+
+def _phase_summary(
+    jobs_by_class: pd.DataFrame,
+    assessments: Sequence[spot.SpotAssessment],
+    wide: pd.DataFrame,
+    gpus_per_unit: np.ndarray,
+    month_factor: float,
+) -> dict[str, dict[str, object]]:
+    """GPU-hours a month per phase, split by where the mix puts them, with the phase's default.
+
+    GPU-hours of demand no job class explains (serving, notebooks, untagged) count as 'none'.
+    """
+    demand_gpu_h = float((wide.sum(axis=0).to_numpy(dtype=float) * gpus_per_unit).sum()) * month_factor
+    labels = [phases.phase_of(p) or "none" for p in jobs_by_class.get("phase", [None] * len(assessments))]
+    out: dict[str, dict[str, object]] = {}
+    explained = 0.0
+    for name in (*phases.PHASE_DEFAULTS, "none"):
+        rows = [
+            (a, float(h) * month_factor)
+            for a, label, h in zip(assessments, labels, jobs_by_class["gpu_hours"], strict=True)
+            if label == name
+        ]
+        gpu_h = sum(h for _, h in rows)
+        explained += gpu_h
+        if name == "none":
+            gpu_h += max(demand_gpu_h - explained, 0.0)
+        if not rows and gpu_h <= 0:
+            continue
+        default = phases.PHASE_DEFAULTS.get(name)
+        out[name] = {
+            "default_purchase": phases.purchase_words(None if default is None else name),
+            "option": "the mix's choice" if default is None else default.option,
+            "effect": _PHASE_EFFECT[name],
+            "job_classes": [a.job_class for a, _ in rows],
+            "spot_job_classes": [a.job_class for a, _ in rows if a.uses_spot],
+            "gpu_hours_per_month": gpu_h,
+            "spot_class_gpu_hours_per_month": sum(h for a, h in rows if a.uses_spot),
+        }
+    return out
+
+
+def phase_words(rec: MixRecommendation) -> str | None:
+    """One sentence on what the recorded phases set; None when no job class records a phase."""
+    named = [(k, v) for k, v in rec.phases.items() if k != "none"]
+    if not named:
+        return None
+    parts = []
+    for name, v in named:
+        hours = float(v["gpu_hours_per_month"])  # type: ignore[arg-type]
+        text = f"{name} {hours:,.0f} GPU-hours a month, {v['default_purchase']}"
+        if name == "explore":
+            on_spot = float(v["spot_class_gpu_hours_per_month"])  # type: ignore[arg-type]
+            text += f" ({on_spot:,.0f} in classes sent to spot; no commitment bought for it)"
+        else:
+            text += " (kept off spot)"
+        parts.append(text)
+    return "The job phase sets the default purchase option: " + "; ".join(parts) + "."
 
 
 def _completion(jobs: np.ndarray, assessments: Sequence[spot.SpotAssessment]) -> float:
@@ -634,6 +771,9 @@ def explain(rec: MixRecommendation) -> str:
             f"checkpointing at the Young/Daly interval would let them use spot, about ${saving:,.0f} a month "
             "less against on-demand."
         )
+    by_phase = phase_words(rec)
+    if by_phase:
+        parts.append(by_phase)
     parts.append(
         f"Keep {100 * share['on_demand']:.0f}% on on-demand. This costs about ${rec.estimated_monthly_cost:,.0f} "
         f"a month instead of ${rec.current_monthly_bill_usd:,.0f}: it saves ${rec.estimated_monthly_savings_amount:,.0f} "

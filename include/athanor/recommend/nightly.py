@@ -206,7 +206,9 @@ def recommend_purchases(
         ]
         for row in classes.itertuples(index=False):
             rates[row.job_class] = interruption_rate(row.instance_type, row.pool.split("/")[-1])
-            fitted = class_durations(fits, team=row.team, instance_family=row.instance_family)
+            # A phase matches fits grouped by it (group_by=team,phase); the other fits ignore it.
+            phase = {"phase": row.phase} if isinstance(row.phase, str) else {}
+            fitted = class_durations(fits, team=row.team, instance_family=row.instance_family, **phase)
             if fitted is not None:
                 durations[row.job_class] = fitted
         classes["interruption_rate_per_h"] = [rates[c].rate_per_h for c in classes["job_class"]]
@@ -578,7 +580,7 @@ def _store_mix(
                 None,
                 None,
                 mix.completion_words(rec),
-                {"job_classes": [j.to_dict() for j in rec.job_classes]},
+                {"job_classes": [rec.class_dict(j) for j in rec.job_classes]},
             )
         )
     for j in rec.job_classes:
@@ -607,7 +609,7 @@ def _store_mix(
                 None,
                 None,
                 f"{100 * j.unlock.completion_rate:.1f} % of simulated jobs would finish by their deadline",
-                j.to_dict(),
+                rec.class_dict(j),
             )
         )
     rows.append(
