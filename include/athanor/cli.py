@@ -221,6 +221,49 @@ def _cmd_gpu_catalog(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _cmd_gpu_usage(args: argparse.Namespace, settings: Settings) -> int:
+    """Busy, idle and unobserved GPU-hours and the cost of idle ones, from every sample in the warehouse."""
+    from athanor.recommend import gpu_usage
+    from athanor.warehouse import connect
+
+    path = Path(args.warehouse) if args.warehouse else settings.warehouse
+    if not path.exists():
+        print(f"error: no warehouse at {path} (load GPU telemetry with `athanor ingest`)", file=sys.stderr)
+        return 1
+    rule = gpu_usage.IdleRule(
+        settings.idle_below_pct if args.idle_below is None else args.idle_below,
+        settings.idle_minutes if args.idle_minutes is None else args.idle_minutes,
+        settings.gpu_sample_cap_minutes,
+    )
+    with connect(path, read_only=True, memory_limit=settings.duckdb_memory_limit) as con:
+        span = gpu_usage.sample_span(con)
+        # No sample: an empty window, so the figures are zeros with the same shape.
+        rows = gpu_usage.hourly(con, *(span or gpu_usage.NO_WINDOW), rule)
+        figures = gpu_usage.summary(con, rows)
+        notes = gpu_usage.notes(con, rows, rule)
+    if span:
+        notes.insert(0, f"window: {span[0]:%Y-%m-%d} to {span[1]:%Y-%m-%d} (UTC, end excluded), every sample")
+    if args.format == "json":
+        print(json.dumps(figures, indent=2))
+    else:
+        columns = (
+            "team",
+            "instance_type",
+            "gpu_hours",
+            "idle_gpu_hours",
+            "idle_cost_usd",
+            "mean_utilisation",
+        )
+        total = ("(all)", "", figures["gpu_hours"], figures["idle_gpu_hours"], figures["idle_cost_usd"], None)
+        print(
+            format_rows(columns, [tuple(g[c] for c in columns) for g in figures["groups"]] + [total], "table")
+        )
+        print(f"unobserved GPU-hours: {figures['unobserved_gpu_hours']}")
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     from athanor.demo import fleet as demo
     from athanor.demo import storage as demo_storage
@@ -231,6 +274,11 @@ def _cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     summary = demo.generate_landing(out, cfg, as_of=as_of)
     day = as_of or cfg.end_date
     demo_storage.generate_storage(out, cfg, as_of)  # the buckets and volumes the bill charges
+    from athanor.demo.budgets import write_budgets
+
+    budgets = write_budgets(settings.home)  # outside the landing folder: it is no delivery
+    if budgets:
+        print(f"demo budgets to {budgets} (used when ATHANOR_BUDGETS is not set)")
     files = summary.get("files", [])
     print(f"demo exports for {cfg.days} days to {day} (seed {args.seed}): {len(files)} files in {out}")
     return 0
@@ -358,7 +406,7 @@ def _watch_warehouse(args: argparse.Namespace, settings: Settings):
 
 def _cmd_anomalies(args: argparse.Namespace, settings: Settings) -> int:
     """Daily cost anomalies per service, account and team (athanor.watch.anomalies), nothing written."""
-    from athanor.watch.anomalies import find_anomalies
+    from athanor.watch.anomalies import describe_line, find_anomalies
     from athanor.watch.series import latest_day
 
     with _watch_warehouse(args, settings) as con:
@@ -380,10 +428,7 @@ def _cmd_anomalies(args: argparse.Namespace, settings: Settings) -> int:
             f"{a.expected:,.2f}",
             f"{a.actual:,.2f}",
             f"{a.excess:,.2f}",
-            "; ".join(
-                f"{t['line']} {t['resource_id'] or ''} +{t['excess']:,.2f}".replace("  ", " ")
-                for t in a.top_lines[:2]
-            ),
+            "; ".join(f"{describe_line(t)} +{t['excess']:,.2f}" for t in a.top_lines[:2]),
         )
         for a in found
     ]
@@ -496,6 +541,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("gpu-catalog", help="GPU instance types with their figures and $/TFLOPS-day")
     p.add_argument("--format", choices=["table", "json"], default="table")
     p.set_defaults(func=_cmd_gpu_catalog)
+
+    p = sub.add_parser("gpu-usage", help="busy, idle and unobserved GPU-hours and the cost of idle ones")
+    p.add_argument(
+        "--warehouse", help="DuckDB file to read gpu_samples, billing and job runs from (read-only)"
+    )
+    p.add_argument(
+        "--idle-below", type=float, help="idle below this %% utilisation (ATHANOR_IDLE_BELOW_PCT, 5)"
+    )
+    p.add_argument(
+        "--idle-minutes", type=float, help="for at least this many minutes (ATHANOR_IDLE_MINUTES, 30)"
+    )
+    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.set_defaults(func=_cmd_gpu_usage)
 
     p = sub.add_parser("demo", help="write realistic demo exports (billing, job logs, inventory) to a folder")
     p.add_argument("--out", default="landing")

@@ -336,6 +336,22 @@ def recommend_lifecycle(run: RunContext) -> dict:
     return result
 
 
+def measure_gpus(run: RunContext) -> dict:
+    """How busy the paid GPUs were (busy, idle, unobserved GPU-hours), idle GPUs to stop, underused ones."""
+    from athanor.recommend import gpu_usage
+
+    con = run.connect()
+    try:
+        as_of = _as_of(run, con)
+        result = gpu_usage.measure_gpus(
+            con, run.run_id, as_of, gpu_usage.IdleRule.from_settings(run.settings)
+        )
+    finally:
+        con.close()
+    logger.info("measure_gpus for %s: %s", as_of, _brief(result))
+    return result
+
+
 def recommend_gpus(run: RunContext) -> dict:
     """Per workload class, which GPU type and how many to run on (the GPU plan)."""
     from athanor.recommend import gpu_plan
@@ -522,7 +538,9 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage("recommend_mix", "athanor_optimize", recommend_mix, after=("fit_durations",)),
     Stage("recommend_lifecycle", "athanor_optimize", recommend_lifecycle),
-    Stage("recommend_gpus", "athanor_optimize", recommend_gpus),
+    Stage("measure_gpus", "athanor_optimize", measure_gpus),
+    # The GPU plan's carbon estimate takes the utilisation measure_gpus measured.
+    Stage("recommend_gpus", "athanor_optimize", recommend_gpus, after=("measure_gpus",)),
     Stage("watch_spend", "athanor_optimize", watch_spend),
     Stage(
         "publish",

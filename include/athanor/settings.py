@@ -85,7 +85,7 @@ class WatchSettings:
     anomaly_lookback_days: int = 14  # the nightly run judges (and alerts on) this many last days
     forecast_horizon_days: int = 90
     forecast_interval: float = 0.8  # the prediction interval's coverage
-    budgets: Path | None = None  # the budgets file (YAML or CSV), if any
+    budgets: Path | None = None  # the budgets file (YAML or CSV): ATHANOR_BUDGETS, else <home>/budgets.yaml
 
 
 _WATCH_ENV = {
@@ -103,8 +103,11 @@ _WATCH_ENV = {
 }
 
 
-def _watch_settings(env: Mapping[str, str]) -> WatchSettings:
-    values = {}
+def _watch_settings(env: Mapping[str, str], home: Path) -> WatchSettings:
+    values: dict[str, object] = {}
+    # Without ATHANOR_BUDGETS, a budgets.yaml in the home folder (where `athanor demo` puts the demo's).
+    if (home / "budgets.yaml").is_file():
+        values["budgets"] = home / "budgets.yaml"
     for name, (variable, kind) in _WATCH_ENV.items():
         if env.get(variable):
             try:
@@ -157,6 +160,12 @@ class Settings:
     # A restated billing month with fewer than this share of the rows or cost it replaces is
     # held in quarantine as suspicious (rule restated_period_collapsed) until released; 0: never.
     restatement_min_share: float = 0.5
+    # GPU usage (athanor.recommend.gpu_usage): idle is utilisation below idle_below_pct % for at
+    # least idle_minutes in a row; a sample counts until the next one of its GPU, at most
+    # gpu_sample_cap_minutes (None: twice the GPU's median sampling interval).
+    idle_below_pct: float = 5.0
+    idle_minutes: float = 30.0
+    gpu_sample_cap_minutes: float | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -181,7 +190,7 @@ class Settings:
             report_bucket=env.get("ATHANOR_REPORT_BUCKET") or None,
             alert_webhook=env.get("ATHANOR_ALERT_WEBHOOK") or None,
             dq_severity=_severity_levels(env.get("ATHANOR_DQ_SEVERITY", "")),
-            watch=_watch_settings(env),
+            watch=_watch_settings(env, home),
             s3_endpoint_url=env.get("ATHANOR_S3_ENDPOINT_URL") or env.get("AWS_ENDPOINT_URL") or None,
             aws_region=env.get("AWS_REGION", "us-east-1"),
             writer_wait_s=float(env.get("ATHANOR_WRITER_WAIT_S", "60")),
@@ -189,6 +198,13 @@ class Settings:
             max_expanded_bytes=int(float(env.get("ATHANOR_MAX_EXPANDED_GB", "20")) * 1e9),
             max_expansion_ratio=float(env.get("ATHANOR_MAX_EXPANSION_RATIO", "200")),
             restatement_min_share=float(env.get("ATHANOR_RESTATEMENT_MIN_SHARE", "0.5")),
+            idle_below_pct=float(env.get("ATHANOR_IDLE_BELOW_PCT", "5")),
+            idle_minutes=float(env.get("ATHANOR_IDLE_MINUTES", "30")),
+            gpu_sample_cap_minutes=(
+                float(env["ATHANOR_GPU_SAMPLE_CAP_MINUTES"])
+                if env.get("ATHANOR_GPU_SAMPLE_CAP_MINUTES")
+                else None
+            ),
             **{
                 name: pricing_value(name, env[variable])
                 for name, (variable, *_) in PRICING_ASSUMPTIONS.items()

@@ -101,6 +101,7 @@ def test_warehouse_writers_share_one_pool(dagbag) -> None:
         "fit_durations",
         "recommend_mix",
         "recommend_lifecycle",
+        "measure_gpus",
         "recommend_gpus",
         "watch_spend",
         "publish",

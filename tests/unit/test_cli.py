@@ -258,6 +258,7 @@ def test_run_runs_the_declared_stages_in_order(
         ("fit_durations", ()),
         ("recommend_mix", ()),
         ("recommend_lifecycle", ()),
+        ("measure_gpus", ()),
         ("recommend_gpus", ()),
         ("watch_spend", ()),
         ("publish", ()),

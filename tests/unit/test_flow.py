@@ -542,6 +542,7 @@ def test_stages_of_each_dag_in_flow_order() -> None:
         "fit_durations",
         "recommend_mix",
         "recommend_lifecycle",
+        "measure_gpus",
         "recommend_gpus",
         "watch_spend",
         "publish",

@@ -332,6 +332,7 @@ def test_every_section_says_no_data_yet_on_an_empty_warehouse(
         "commitments",
         "mix",
         "gpu",
+        "gpu-usage",
         "durations",
         "storage",
         "quality",

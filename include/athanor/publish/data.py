@@ -16,6 +16,7 @@ from typing import Any
 import duckdb
 
 from athanor.publish.gpu_section import GpuPlanRow, load_gpu_plan
+from athanor.publish.gpu_usage_section import GpuUsage, load_gpu_usage
 from athanor.recommend.nightly import ALTERNATIVES, TOTALS
 from athanor.warehouse import sql
 
@@ -25,6 +26,8 @@ MAX_DURATION_GROUPS = 12  # histograms drawn; the fits table lists every group
 TOP_PREFIXES = 15
 # The storage rows; every other kind belongs to the purchase mix (or stands alone).
 STORAGE_ROWS = ("lifecycle", "ebs", "storage")
+# Shown in the GPU sections (plan, utilisation), not in the purchase-mix table.
+GPU_ROWS = ("gpu_choice", "idle_gpu", "underused_gpu")
 KIND_LABELS = {
     "mix": "Fleet mix (total)",
     "reserved_instances": "Reserved instances",
@@ -32,6 +35,8 @@ KIND_LABELS = {
     "spot": "Spot",
     "checkpointing": "Checkpointing",
     "gpu_choice": "GPU choice",
+    "idle_gpu": "Idle GPUs",
+    "underused_gpu": "Underused GPUs",
     "lifecycle": "S3 lifecycle",
     "ebs": "EBS clean-up",
     "storage": "Checkpoint storage (total)",
@@ -325,6 +330,7 @@ class ReportData:
     prefixes: list[PrefixUsage] = field(default_factory=list)
     dq: list[DQResult] | None = None  # None: no dq_results table in this warehouse
     gpu_plan: list[GpuPlanRow] = field(default_factory=list)  # one row per workload class
+    gpu_usage: GpuUsage | None = None  # None: no gpu_usage_hourly table in this warehouse
 
     @property
     def as_of(self) -> date:
@@ -372,7 +378,7 @@ class ReportData:
     @property
     def mix(self) -> list[Recommendation]:
         """The purchase-mix rows: its actions first, their total last."""
-        rows = [r for r in self.recommendations if r.kind not in STORAGE_ROWS and r.kind != "gpu_choice"]
+        rows = [r for r in self.recommendations if r.kind not in STORAGE_ROWS and r.kind not in GPU_ROWS]
         # The mix's actions, then their total, then what is not added to it.
         return sorted(rows, key=lambda r: 0 if r.part_of else 1 if r.is_total else 2)
 
@@ -545,4 +551,7 @@ def load_report_data(con: duckdb.DuckDBPyConnection, as_of: date, run_id: str) -
         prefixes=prefixes,
         dq=dq,
         gpu_plan=load_gpu_plan(con, as_of, run_id),
+        gpu_usage=load_gpu_usage(con, w.period_start, w.period_end)
+        if _has_table(con, "gpu_usage_hourly")
+        else None,
     )

@@ -14,9 +14,11 @@ the GPU types of the class's own cloud unless candidate types are named:
   in memory and finishes within ``deadline_slack`` x the current hours; a team budget, when set,
   may trade the deadline for cost (said so in the reason);
 - the cost-time frontier lists the configurations no other one beats on both cost and hours;
-- carbon per run = GPU-hours x board power x utilisation x PUE x grid intensity. Job logs carry
-  no utilisation, so it is 1 (the upper bound) and the reason says so. A lower-carbon option at
-  no extra cost (another region or type, same hours limit) is named when one exists.
+- carbon per run = GPU-hours x board power x utilisation x PUE x grid intensity. Utilisation is
+  the class's mean measured from GPU telemetry (athanor.recommend.gpu_usage) where its runs have
+  samples; job logs carry none, so otherwise it is 1 (the upper bound), and the reason says
+  which. A lower-carbon option at no extra cost (another region or type, same hours limit) is
+  named when one exists.
 
 How to buy the recommended capacity follows the class's phase (PHASE_PURCHASE): the mix
 recommender's default, not a decision made here.
@@ -435,6 +437,10 @@ def _reason(p: ClassPlan, cls: ClassInput, slack: float, ignore_deadline: bool) 
         parts.append("no throughput data: hours scaled by the datasheet TFLOPS ratio, linear in GPUs")
     if cls.utilisation is None:
         parts.append("GPU utilisation unknown: carbon at full board power")
+    else:
+        parts.append(
+            f"carbon at the measured mean GPU utilisation, {100 * cls.utilisation:.0f} % (telemetry)"
+        )
     if p.greener is not None and rec is not None:
         parts.append(
             f"lower carbon at no extra cost: {p.greener.label}, "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from athanor.recommend import gpu_choice
+from athanor.recommend import gpu_choice, gpu_usage
 from athanor.recommend.nightly import Recommendation, store_recommendations
 from athanor.warehouse import insert_rows, transaction
 
@@ -204,6 +205,10 @@ def recommend_gpus(
     """Plan every workload class of the window's job runs; store the plan and its recommendations."""
     runs = read_job_runs(con, as_of)
     formed, skipped = gpu_choice.class_inputs(runs) if len(runs) else ([], [])
+    # GPU utilisation measured from telemetry (measure_gpus) replaces the assumed 1 in the carbon estimate.
+    end = datetime.combine(as_of + timedelta(days=1), datetime.min.time())
+    measured = gpu_usage.class_utilisation(con, end - timedelta(days=PLAN_WINDOW_DAYS), end)
+    formed = [replace(c, utilisation=measured[c.job_class]) if c.job_class in measured else c for c in formed]
     plans = gpu_choice.plan_classes(formed, deadline_slack=deadline_slack, team_budgets=team_budgets)
     classes = {c.job_class: c for c in formed}
     recs = recommendations(plans, classes, deadline_slack)

@@ -425,8 +425,10 @@ MIX_PARTS = ("spot", "reserved_instances", "savings_plan")
 # total, never both.
 TOTALS = {"mix": MIX_PARTS, "storage": ("lifecycle", "ebs")}
 # Rows that price another way to run the same GPU-hours the mix plans (what checkpointing would
-# unlock, another GPU type): shown, never added to the mix's saving or a headline.
-ALTERNATIVES = ("checkpointing", "gpu_choice")
+# unlock, another GPU type), or take GPU-hours away that the mix prices (idle GPUs stopped,
+# underused ones shrunk: at the mix's price, not today's): shown, never added to the mix's saving
+# or a headline.
+ALTERNATIVES = ("checkpointing", "gpu_choice", "idle_gpu", "underused_gpu")
 
 
 def _cents(value: float) -> float:

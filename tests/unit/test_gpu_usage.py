@@ -1,0 +1,425 @@
+"""GPU usage: samples -> busy, idle and unobserved GPU-hours, linked to jobs and priced by the bill.
+
+Every expectation is counted by hand from samples one minute apart: a GPU sampled every 60 s has
+a median interval of 60 s, so a sample counts 60 s (its last one too) and the cap is 120 s.
+Bills are hourly lines: p4d.24xlarge-like machines of 8 GPUs at $16 an hour, $2 a GPU-hour.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from athanor.cli import main
+from athanor.publish import load_report_data
+from athanor.publish.gpu_usage_section import load_gpu_usage
+from athanor.publish.render import render_html
+from athanor.recommend import gpu_plan, gpu_usage
+from athanor.recommend.gpu_usage import IdleRule
+from athanor.warehouse import insert_rows
+
+T0 = datetime(2026, 3, 1)
+DAY = date(2026, 3, 1)
+WINDOW = (T0, T0 + timedelta(days=1))
+_rows: list[dict] = []
+
+
+def samples(
+    gpu: str, start: datetime, values: list[float], *, step_s: float = 60, memory=8.0, **where
+) -> list[dict]:
+    """One sample per value, step_s apart; `where`: host, instance_id, job_name, pod."""
+    place = {"host": "h1", "instance_id": "i-1", "job_name": None, "pod": None, **where}
+    return [
+        {
+            "load_id": "L1",
+            "source_format": "nvidia_smi",
+            "source_file": "telemetry.csv",
+            "source_row": k + 1,
+            "host": place["host"],
+            "gpu_id": gpu,
+            "gpu_index": 0,
+            "gpu_model": "NVIDIA A100-SXM4-40GB",
+            "instance_id": place["instance_id"],
+            "job_name": place["job_name"],
+            "pod": place["pod"],
+            "namespace": None,
+            "sampled_at": start + timedelta(seconds=step_s * k),
+            "utilisation_pct": v,
+            "memory_used_gib": memory,
+            "memory_total_gib": 40.0,
+            "power_w": 100.0,
+        }
+        for k, v in enumerate(values)
+    ]
+
+
+def bill(
+    resource_id: str,
+    hours: int,
+    *,
+    start: datetime = T0,
+    usd: float = 16.0,
+    gpus: int = 8,
+    usage_hours: float = 1.0,
+    team: str = "nlp",
+    job_id: str | None = None,
+) -> list[dict]:
+    """Hourly USD usage lines of one machine."""
+    tags = {"team": team} | ({"job_id": job_id} if job_id else {})
+    return [
+        {
+            "load_id": "B1",
+            "source_file": "bill.csv",
+            "source_row": h + 1,
+            "source_format": "focus",
+            "billing_account_id": "111",
+            "billing_currency": "USD",
+            "billing_period_start": datetime(2026, 3, 1),
+            "billing_period_end": datetime(2026, 4, 1),
+            "charge_period_start": start + timedelta(hours=h),
+            "charge_period_end": start + timedelta(hours=h + 1),
+            "charge_category": "Usage",
+            "billed_cost": usd,
+            "effective_cost": usd,
+            "resource_id": resource_id,
+            "x_gpu_count": gpus,
+            "x_usage_hours": usage_hours,
+            "x_instance_type": "p4d.24xlarge",
+            "tags": tags,
+        }
+        for h in range(hours)
+    ]
+
+
+def job(
+    job_id: str, start: datetime, hours: float, *, gpus: int = 8, source: str = "generic", **cols
+) -> dict:
+    return {
+        "load_id": "J1",
+        "source_file": "jobs.csv",
+        "source_row": 1,
+        "source": source,
+        "job_id": job_id,
+        "submit_time": start,
+        "start_time": start,
+        "end_time": start + timedelta(hours=hours),
+        "state": "completed",
+        "instance_type": "p4d.24xlarge",
+        "instance_count": 1,
+        "gpus_per_instance": gpus,
+        "pricing_model": "on_demand",
+        "team": cols.get("team", "nlp"),
+        "project": cols.get("project", "p"),
+        "model": cols.get("model", "bert"),
+        "phase": cols.get("phase", "tune"),
+        "duration_s": hours * 3600,
+        "censored": False,
+        "gpu_count": gpus,
+        "gpu_hours": hours * gpus,
+    }
+
+
+def per_gpu(frame, column: str) -> dict[str, float]:
+    observed = frame[frame["gpu_id"].notna()]
+    return {g: round(v, 6) for g, v in observed.groupby("gpu_id")[column].sum().items()}
+
+
+def test_idle_exactly_at_the_thresholds(warehouse) -> None:
+    # g1: 30 min at 4.9 % (below 5), then 30 min at 50 %: the 30 minutes are idle.
+    # g2: 30 min at exactly 5 %: not below the threshold, busy.
+    # g3: 29 min at 4.9 %: one minute short of 30, a busy dip.
+    insert_rows(
+        warehouse,
+        "gpu_samples",
+        samples("g1", T0, [4.9] * 30 + [50.0] * 30)
+        + samples("g2", T0, [5.0] * 30 + [50.0] * 30)
+        + samples("g3", T0, [4.9] * 29 + [50.0] * 31),
+    )
+    rows = gpu_usage.hourly(warehouse, *WINDOW, IdleRule())
+    assert per_gpu(rows, "observed_gpu_hours") == {"g1": 1.0, "g2": 1.0, "g3": 1.0}
+    assert per_gpu(rows, "idle_gpu_hours") == {"g1": 0.5, "g2": 0.0, "g3": 0.0}
+    # 29 minutes are idle once the rule asks for 29; 5 % is idle once the threshold is above it.
+    rows = gpu_usage.hourly(warehouse, *WINDOW, IdleRule(below_pct=5.01, minutes=29))
+    assert per_gpu(rows, "idle_gpu_hours") == {"g1": 0.5, "g2": 0.5, "g3": round(29 / 60, 6)}
+
+
+def test_a_gap_is_capped_unobserved_and_ends_an_idle_stretch(warehouse) -> None:
+    # 10 samples a minute apart, 20 minutes of silence, 10 more: all at 1 %. Median interval 60 s,
+    # cap 120 s: the 10th sample counts 120 s, the other 18 minutes are unobserved. Stretches of
+    # 9 x 60 + 120 = 660 s and 10 x 60 = 600 s: idle at 10 minutes, not at 15 (their 21 together).
+    first = samples("g1", T0, [1.0] * 10)
+    second = samples("g1", T0 + timedelta(minutes=29), [1.0] * 10)
+    insert_rows(warehouse, "gpu_samples", first + second)
+    rows = gpu_usage.hourly(warehouse, *WINDOW, IdleRule(minutes=15))
+    assert per_gpu(rows, "observed_gpu_hours") == {"g1": round(1260 / 3600, 6)}
+    assert per_gpu(rows, "unobserved_gpu_hours") == {"g1": round(1080 / 3600, 6)}
+    assert per_gpu(rows, "idle_gpu_hours") == {"g1": 0.0}
+    rows = gpu_usage.hourly(warehouse, *WINDOW, IdleRule(minutes=10))
+    assert per_gpu(rows, "idle_gpu_hours") == {"g1": round(1260 / 3600, 6)}
+    # A cap of 30 minutes set by hand: the gap counts whole, one stretch of 39 minutes.
+    rows = gpu_usage.hourly(warehouse, *WINDOW, IdleRule(minutes=39, cap_minutes=30))
+    assert per_gpu(rows, "observed_gpu_hours") == {"g1": round(39 / 60, 6)}
+    assert per_gpu(rows, "unobserved_gpu_hours") == {"g1": 0.0}
+    assert per_gpu(rows, "idle_gpu_hours") == {"g1": round(39 / 60, 6)}
+
+
+def test_samples_link_to_jobs_and_machines_to_billing_lines(warehouse) -> None:
+    insert_rows(
+        warehouse,
+        "job_run_facts",
+        [
+            job(
+                "sm-train-1",
+                T0,
+                1,
+                source="sagemaker",
+                team="cv",
+                project="q",
+                model="vit",
+                phase="production",
+            ),
+            job("pt", T0, 1),
+            job("pt-train", T0, 1, model="gpt"),
+            job("gen-7", T0, 1, model="t5"),
+        ],
+    )
+    insert_rows(
+        warehouse,
+        "gpu_samples",
+        # SageMaker: the Host dimension and the job name; the bill names the training job's ARN.
+        samples("sm:0", T0, [80.0] * 60, host="sm-train-1/algo-1", instance_id=None, job_name="sm-train-1")
+        # Kubernetes: the pod of job pt-train (the longer of the job ids it starts with).
+        + samples("k:0", T0, [80.0] * 60, host="node-a", instance_id=None, pod="pt-train-worker-0")
+        # Neither: the billing line of the machine-hour names the job (tag job_id).
+        + samples("g:0", T0, [80.0] * 60, host="ip-10-0-0-7", instance_id="i-7")
+        # A machine no bill names.
+        + samples("u:0", T0, [80.0] * 60, host="lonely", instance_id=None),
+    )
+    insert_rows(
+        warehouse,
+        "billing_facts",
+        bill("arn:aws:sagemaker:us-east-1:111:training-job/sm-train-1", 1, team="cv", gpus=1, usd=4.0)
+        + bill("node-a", 1, gpus=1, usd=3.0)
+        + bill("i-7", 1, gpus=1, usd=2.5, job_id="gen-7"),
+    )
+    rows = gpu_usage.hourly(warehouse, *WINDOW, IdleRule())
+    rows = rows.astype(object).where(rows.notna(), None)
+    got = {
+        r.gpu_id: (r.machine, r.resource_id, r.job_id, r.team, r.job_class, r.usd_per_gpu_hour)
+        for r in rows.itertuples()
+    }
+    assert got == {
+        "sm:0": ("sm-train-1", "sm-train-1", "sm-train-1", "cv", "cv/q/vit/production", 4.0),
+        "k:0": ("node-a", "node-a", "pt-train", "nlp", "nlp/p/gpt/tune", 3.0),
+        "g:0": ("i-7", "i-7", "gen-7", "nlp", "nlp/p/t5/tune", 2.5),
+        "u:0": ("lonely", None, None, "(untagged)", "(no job)", None),
+    }
+    # The GPU plan's own classes: the same names.
+    formed, _ = gpu_plan.gpu_choice.class_inputs(gpu_plan.read_job_runs(warehouse))
+    assert {c.job_class for c in formed} >= {"cv/q/vit/production", "nlp/p/gpt/tune", "nlp/p/t5/tune"}
+
+
+def test_idle_cost_is_the_bills_price_and_never_more_than_the_bill(warehouse) -> None:
+    # i-1: 8 GPUs billed $16 an hour for 2 hours; one GPU sampled, idle (1 %) all of the first hour,
+    # busy the second. Idle 1 GPU-hour at $2 = $2; the 14 paid GPU-hours of the 7 others unobserved.
+    # i-2: billed half an hour (usage 0.5 h x 1 GPU, $1: $2 a GPU-hour) but sampled idle for a
+    # whole hour: only the paid half is priced, $1 = its whole bill.
+    # u: idle an hour on a machine no bill names: idle, unpriced.
+    insert_rows(
+        warehouse,
+        "gpu_samples",
+        samples("a", T0, [1.0] * 60 + [90.0] * 60)
+        + samples("b", T0, [1.0] * 60, instance_id="i-2", host="h2")
+        + samples("c", T0, [1.0] * 60, instance_id=None, host="lonely"),
+    )
+    insert_rows(
+        warehouse,
+        "billing_facts",
+        bill("i-1", 2) + bill("i-2", 1, gpus=1, usd=1.0, usage_hours=0.5, team="cv"),
+    )
+    rows = gpu_usage.hourly(warehouse, *WINDOW, IdleRule())
+    figures = gpu_usage.summary(warehouse, rows)
+    assert figures == {
+        # i-1: 16 paid; i-2: 1 observed (more than its 0.5 paid); lonely: 1 observed.
+        "gpu_hours": 18.0,
+        "idle_gpu_hours": 3.0,
+        "unobserved_gpu_hours": 14.0,
+        "idle_cost_usd": 3.0,
+        "groups": [
+            {
+                "team": "(untagged)",
+                "instance_type": "(unknown)",
+                "gpu_hours": 1.0,
+                "idle_gpu_hours": 1.0,
+                "idle_cost_usd": None,
+                "mean_utilisation": None,
+            },
+            {
+                "team": "cv",
+                "instance_type": "p4d.24xlarge",
+                "gpu_hours": 1.0,
+                "idle_gpu_hours": 1.0,
+                "idle_cost_usd": 1.0,
+                "mean_utilisation": None,
+            },
+            {
+                "team": "nlp",
+                "instance_type": "p4d.24xlarge",
+                "gpu_hours": 16.0,
+                "idle_gpu_hours": 1.0,
+                "idle_cost_usd": 2.0,
+                "mean_utilisation": 0.9,
+            },
+        ],
+    }
+    assert float(rows["paid_gpu_hours"].sum()) == pytest.approx(16.5)
+    assert float(rows["paid_cost_usd"].sum()) == pytest.approx(33.0)  # the bill, to the cent
+    assert any(
+        "1.00 idle GPU-hours are on machines no USD billing line names" in n
+        for n in gpu_usage.notes(warehouse, rows, IdleRule())
+    )
+
+
+def test_gpu_usage_command_prints_the_issue_shape(settings, warehouse, capsys) -> None:
+    insert_rows(warehouse, "gpu_samples", samples("a", T0, [1.0] * 60 + [90.0] * 60))
+    insert_rows(warehouse, "billing_facts", bill("i-1", 2))
+    warehouse.close()
+    path = str(settings.warehouse)
+    assert main(["gpu-usage", "--warehouse", path, "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {
+        "gpu_hours": 16.0,
+        "idle_gpu_hours": 1.0,
+        "unobserved_gpu_hours": 14.0,
+        "idle_cost_usd": 2.0,
+        "groups": [
+            {
+                "team": "nlp",
+                "instance_type": "p4d.24xlarge",
+                "gpu_hours": 16.0,
+                "idle_gpu_hours": 1.0,
+                "idle_cost_usd": 2.0,
+                "mean_utilisation": 0.9,
+            }
+        ],
+    }
+    assert "note: window: 2026-03-01 to 2026-03-02" in err
+    # The first hour at 1 % is busy once idle needs 61 minutes.
+    assert main(["gpu-usage", "--warehouse", path, "--format", "json", "--idle-minutes", "61"]) == 0
+    assert json.loads(capsys.readouterr().out)["idle_gpu_hours"] == 0.0
+    assert main(["gpu-usage", "--warehouse", path, "--idle-below", "0.5"]) == 0
+    table = capsys.readouterr().out
+    assert table.splitlines()[0].split() == [
+        "team",
+        "instance_type",
+        "gpu_hours",
+        "idle_gpu_hours",
+        "idle_cost_usd",
+        "mean_utilisation",
+    ]
+    assert "unobserved GPU-hours: 14.0" in table
+
+
+def test_measure_gpus_stores_hours_and_priced_recommendations_the_report_reconciles(warehouse) -> None:
+    # Day 2026-03-01: i-1 (team nlp, 8 GPUs, $2 a GPU-hour) runs job j1 for an hour on one GPU of
+    # eight at 90 % (the other seven at 0 %), then sits idle (1 %) for two hours, all 8 GPUs sampled.
+    insert_rows(warehouse, "job_run_facts", [job("j1", T0, 1)])
+    busy = samples("g0", T0, [90.0] * 60 + [1.0] * 120, pod="j1-worker-0", instance_id="i-1")
+    quiet = [s for k in range(1, 8) for s in samples(f"g{k}", T0, [0.0] * 180, pod="j1-worker-0")]
+    for s in quiet + busy:
+        if s["sampled_at"] >= T0 + timedelta(hours=1):
+            s["pod"] = None  # the job has ended: no pod on the GPUs any more
+    insert_rows(warehouse, "gpu_samples", busy + quiet)
+    insert_rows(warehouse, "billing_facts", bill("i-1", 3))
+    summary = gpu_usage.measure_gpus(warehouse, "run-1", DAY, IdleRule())
+    # 24 paid GPU-hours, all observed; idle: g0's 2 h + 7 x 3 h = 23 h, $46.
+    assert summary | {"rows": None} == {
+        "samples": 1440,
+        "rows": None,
+        "recommendations": 2,
+        "gpu_hours": 24.0,
+        "idle_gpu_hours": 23.0,
+        "unobserved_gpu_hours": 0.0,
+        "idle_cost_usd": 46.0,
+    }
+    recs = {
+        r[0]: (r[1], float(r[2]), float(r[3]), r[4])
+        for r in warehouse.execute(
+            """select kind, scope, current_monthly_cost, estimated_monthly_savings_amount, action
+               from recommendations where run_id = 'run-1'"""
+        ).fetchall()
+    }
+    # Measured over 3 hours, a month is 730 / 3 of them: the bill $48 -> $11,680, idle $46 -> $11,193.33.
+    assert recs["idle_gpu"][:3] == ("nlp/p4d.24xlarge", pytest.approx(11680.0), pytest.approx(11193.33))
+    # j1 used 1 GPU of 8 (1/8 of its GPU-hours on a used GPU): 1 GPU; its hour cost $16 -> $3,893.33
+    # a month, 7/8 of it saved.
+    assert recs["underused_gpu"][0] == "nlp/p/bert/tune"
+    assert float(recs["underused_gpu"][2]) == pytest.approx(round(16 * 730 / 3 * 7 / 8, 2))
+    assert recs["underused_gpu"][3].startswith("Run nlp/p/bert/tune on 1 GPU instead of 8")
+    # Stored hours reconcile with the recomputed figures, and with the report's section.
+    stored = warehouse.execute(
+        "select sum(idle_cost_usd), sum(paid_gpu_hours), sum(idle_gpu_hours) from gpu_usage_hourly"
+    ).fetchone()
+    assert stored == pytest.approx((46.0, 24.0, 23.0))
+    section = load_gpu_usage(warehouse, DAY - timedelta(days=29), DAY + timedelta(days=1))
+    assert section.totals["idle_cost_usd"] == pytest.approx(stored[0])
+    assert section.totals["paid_gpu_hours"] == pytest.approx(stored[1])
+    assert section.idle_cost_by_team == {"nlp": {"p4d.24xlarge": pytest.approx(46.0)}}
+    # Busy share: hour 0 is 1 of 8 GPUs busy, hours 1-2 nothing.
+    assert section.busy_share == {DAY: {0: pytest.approx(1 / 8), 1: 0.0, 2: 0.0}}
+    # A second run replaces the window's hours instead of adding to them.
+    gpu_usage.measure_gpus(warehouse, "run-2", DAY, IdleRule())
+    assert warehouse.execute("select sum(idle_cost_usd) from gpu_usage_hourly").fetchone()[
+        0
+    ] == pytest.approx(46.0)
+    # The report: the section, its figure, and the recommendations beside (not in) the headline.
+    data = load_report_data(warehouse, DAY, "run-2")
+    html = render_html(data)
+    assert 'id="gpu-usage"' in html and '<td class="num" id="gpu-idle-cost">$46.00</td>' in html
+    assert {r.kind for r in data.alternatives} >= {"idle_gpu", "underused_gpu"}
+    assert data.headline_saving is None  # nothing else to add: idle and underused are not counted
+
+
+def test_measured_utilisation_replaces_the_assumed_one_in_the_gpu_plan(warehouse) -> None:
+    # Class nlp/p/bert/tune: j1, an hour on a p4d.24xlarge, its one GPU sampled at 25 %.
+    insert_rows(warehouse, "job_run_facts", [job("j1", T0, 1)])
+    insert_rows(
+        warehouse, "gpu_samples", samples("g0", T0, [25.0] * 60, instance_id=None, host="h", job_name="j1")
+    )
+    gpu_usage.measure_gpus(warehouse, "run-1", DAY, IdleRule())
+    assert gpu_usage.class_utilisation(warehouse) == {"nlp/p/bert/tune": pytest.approx(0.25)}
+    gpu_plan.recommend_gpus(warehouse, "run-1", DAY)
+    reason, kg = warehouse.execute("select reason, kgco2e_per_run_current from gpu_plan").fetchone()
+    assert "carbon at the measured mean GPU utilisation, 25 % (telemetry)" in reason
+    assert "utilisation unknown" not in reason
+    # A quarter of the full-power figure: 8 GPU-hours x 400 W x 0.25 x PUE 1.135 x 379.069 g/kWh.
+    assert kg == pytest.approx(8 * 0.4 * 0.25 * 1.135 * 0.379069, rel=1e-4)
+
+
+def test_idle_rule_refuses_settings_out_of_range() -> None:
+    with pytest.raises(ValueError, match="ATHANOR_IDLE_BELOW_PCT"):
+        IdleRule(below_pct=0)
+    with pytest.raises(ValueError, match="ATHANOR_IDLE_MINUTES"):
+        IdleRule(minutes=-1)
+    with pytest.raises(ValueError, match="ATHANOR_GPU_SAMPLE_CAP_MINUTES"):
+        IdleRule(cap_minutes=0)
+
+
+def test_settings_read_the_idle_rule(tmp_path: Path) -> None:
+    from athanor.settings import Settings
+
+    s = Settings.from_env(
+        {
+            "ATHANOR_HOME": str(tmp_path),
+            "ATHANOR_IDLE_BELOW_PCT": "3",
+            "ATHANOR_IDLE_MINUTES": "45",
+            "ATHANOR_GPU_SAMPLE_CAP_MINUTES": "10",
+        }
+    )
+    assert IdleRule.from_settings(s) == IdleRule(3.0, 45.0, 10.0)
+    assert IdleRule.from_settings(Settings.from_env({"ATHANOR_HOME": str(tmp_path)})) == IdleRule(
+        5.0, 30.0, None
+    )
