@@ -1,4 +1,4 @@
--- Grain: one row per line group (service, usage type or description, resource) of one scope,
+-- Grain: one row per line (service, usage type or description, resource) of one scope,
 -- currency and kind per day, for the anomalous $day and the days it is compared with
 -- ($history): the watch ranks the groups by their excess over their own median.
 -- The scope column (service, account or team) is chosen by code.

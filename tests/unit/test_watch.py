@@ -22,6 +22,8 @@ from athanor.watch.nightly import compute, watch_spend
 AS_OF = date(2026, 11, 30)
 FIRST = date(2026, 9, 1)
 EC2 = "Amazon Elastic Compute Cloud"
+P5 = "USE1-BoxUsage:p5.48xlarge"
+RI = "USE1-HeavyUsage:p4d.24xlarge"
 
 
 def _month_end(day: date) -> date:
@@ -84,8 +86,8 @@ def flat(cost: float = 100.0) -> list[dict]:
 
 
 def test_a_spike_is_found_with_its_expected_value_excess_and_the_line_that_caused_it(warehouse) -> None:
-    # 100.00 a day on one instance; on 2026-11-18 another instance adds 900.00.
-    bill(warehouse, [*flat(), line(date(2026, 11, 18), 900.0, resource="i-b")])
+    # 100.00 a day on one instance; on 2026-11-18 a p5 instance adds 900.00.
+    bill(warehouse, [*flat(), line(date(2026, 11, 18), 900.0, resource="i-b", usage_type=P5)])
     found = find_anomalies(warehouse, AS_OF, WatchSettings())
     # Judged: the last 14 days. The same weekday of the 8 weeks before: eight days of 100.00,
     # median 100, MAD 0; threshold max(5 x 0, 0.5 x 100, 10) = 50 < the excess 900.
@@ -96,8 +98,9 @@ def test_a_spike_is_found_with_its_expected_value_excess_and_the_line_that_cause
     assert found[0].top_lines == (
         {
             "service": EC2,
-            "line": "USE1-BoxUsage:p4d.24xlarge",
+            "line": P5,
             "resource_id": "i-b",
+            "resources": 1,
             "cost": 900.0,
             "expected": 0.0,
             "excess": 900.0,
@@ -122,8 +125,8 @@ def test_month_start_purchases_tax_and_credits_are_compared_with_the_months_befo
         last = _month_end(month) - timedelta(days=1)
         fee = 10_000.0 if month.month == 11 else 5_000.0  # November's fee doubles
         cycle += [
-            line(month, fee, category="Purchase", frequency="Recurring", resource="ri-1"),
-            line(month, -100.0, category="Credit", frequency="One-Time", resource="credit"),
+            line(month, fee, category="Purchase", frequency="Recurring", resource="ri-1", usage_type=RI),
+            line(month, -100.0, category="Credit", frequency="One-Time", resource="credit", usage_type=None),
             line(last, 800.0, category="Tax", frequency="One-Time", resource="tax", usage_type=None),
         ]
     bill(warehouse, [*flat(), *cycle])

@@ -449,6 +449,9 @@ def other_lines(
                 ],
                 dtype=np.int64,
             )
+            if kind == "out" and team.name == cfg.spike_team:
+                spike_s = np.datetime64(cfg.spike_day, "s").astype(np.int64)
+                mb = np.where(days == spike_s, (mb * cfg.spike_factor).astype(np.int64), mb)
             rate = to_micro(price)
             cost = round_div(mb * rate, 1000)
             to_west = kind == "west"

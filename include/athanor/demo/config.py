@@ -217,6 +217,12 @@ class DemoConfig:
     # Other spend (us-east-1 list prices). Storage is billed from the fleet's own buckets, volumes
     # and snapshots (athanor.demo.storage) at the reference price list's prices.
     egress_per_gb: Decimal = Decimal("0.09")
+    # One cost spike for the spend watch to find: a team's data transfer out this many times its
+    # usual volume on one day (a misconfigured sync copying a dataset out). A fixed day, so every
+    # delivery (and restatement) of the month agrees on it.
+    spike_team: str | None = "llm"
+    spike_day: date = date(2026, 11, 25)
+    spike_factor: float = 40.0
     inter_region_per_gb: Decimal = Decimal("0.02")
     inter_region_gb_per_day: float = 200.0
     tax_rate: Decimal = Decimal("0.0625")

@@ -17,6 +17,7 @@ import duckdb
 
 from athanor.publish.gpu_section import GpuPlanRow, load_gpu_plan
 from athanor.publish.gpu_usage_section import GpuUsage, load_gpu_usage
+from athanor.publish.spend_watch_section import SpendWatch, load_spend_watch
 from athanor.recommend.nightly import ALTERNATIVES, TOTALS
 from athanor.warehouse import sql
 
@@ -330,6 +331,7 @@ class ReportData:
     prefixes: list[PrefixUsage] = field(default_factory=list)
     dq: list[DQResult] | None = None  # None: no dq_results table in this warehouse
     gpu_plan: list[GpuPlanRow] = field(default_factory=list)  # one row per workload class
+    spend_watch: SpendWatch | None = None  # None: no spend watch tables in this warehouse
     gpu_usage: GpuUsage | None = None  # None: no gpu_usage_hourly table in this warehouse
 
     @property
@@ -551,6 +553,7 @@ def load_report_data(con: duckdb.DuckDBPyConnection, as_of: date, run_id: str) -
         prefixes=prefixes,
         dq=dq,
         gpu_plan=load_gpu_plan(con, as_of, run_id),
+        spend_watch=load_spend_watch(con, as_of, run_id),
         gpu_usage=load_gpu_usage(con, w.period_start, w.period_end)
         if _has_table(con, "gpu_usage_hourly")
         else None,

@@ -73,16 +73,18 @@ class Anomaly:
 
     def message(self) -> str:
         what = "month-start charges" if self.kind == MONTH_START else "daily cost"
-        lines = "; ".join(
-            f"{t['service']} {t['line']}{' ' + t['resource_id'] if t.get('resource_id') else ''} "
-            f"+{t['excess']:,.2f}"
-            for t in self.top_lines[:3]
-        )
+        lines = "; ".join(f"{describe_line(t)} +{t['excess']:,.2f}" for t in self.top_lines[:3])
         return (
             f"Athanor spend anomaly: {self.scope} {what} on {self.day.isoformat()}: "
             f"{self.currency} {self.actual:,.2f} vs {self.expected:,.2f} expected "
             f"(+{self.excess:,.2f})" + (f"; top lines: {lines}" if lines else "")
         )
+
+
+def describe_line(top: dict[str, Any]) -> str:
+    """'Amazon EC2 USE1-BoxUsage:p4d.24xlarge (16 resources)', or naming the one resource."""
+    where = top.get("resource_id") or (f"{top['resources']} resources" if top.get("resources", 0) > 1 else "")
+    return f"{top['service']} {top['line']}" + (f" ({where})" if where else "")
 
 
 def _bounds(expected: np.ndarray, spread: np.ndarray, bounds: WatchSettings) -> np.ndarray:
@@ -225,11 +227,12 @@ def top_lines(con: duckdb.DuckDBPyConnection, anomaly: Anomaly, limit: int = TOP
     if rows.empty:
         return []
     rows["period"] = [period[pd.Timestamp(d).date()] for d in rows["day"]]
-    rows["resource_id"] = rows["resource_id"].fillna("")
-    pivot = rows.pivot_table(
-        index=["service", "line", "resource_id"], columns="period", values="cost", aggfunc="sum"
-    )
     here = anomaly.day if anomaly.kind == USAGE else anomaly.day.replace(day=1)
+    # Grouped by service and usage type (or description): a job on sixteen instances is one cause
+    # with sixteen resources, named when there is one.
+    pivot = rows.pivot_table(index=["service", "line"], columns="period", values="cost", aggfunc="sum")
+    on_day = rows[(rows["period"] == here) & (rows["cost"] != 0)]
+    resources = on_day.groupby(["service", "line"])["resource_id"].agg(lambda ids: sorted(set(ids.dropna())))
     compared = list(anomaly.compared)
     # A group absent on a compared day (or month) cost nothing then: 0, not missing.
     pivot = pivot.reindex(columns=[here, *compared]).fillna(0.0)
@@ -240,12 +243,14 @@ def top_lines(con: duckdb.DuckDBPyConnection, anomaly: Anomaly, limit: int = TOP
     for key in excess.index[:limit]:
         if excess[key] <= 0:
             break
-        service, line, resource_id = key
+        service, line = key
+        ids = resources.get(key, [])
         out.append(
             {
                 "service": service,
                 "line": line,
-                "resource_id": resource_id or None,
+                "resource_id": ids[0] if len(ids) == 1 else None,
+                "resources": len(ids),
                 "cost": round(float(cost[key]), 2),
                 "expected": round(float(expected[key]), 2),
                 "excess": round(float(excess[key]), 2),
