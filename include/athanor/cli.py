@@ -267,6 +267,7 @@ def _cmd_gpu_usage(args: argparse.Namespace, settings: Settings) -> int:
 def _cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     from athanor.demo import fleet as demo
     from athanor.demo import storage as demo_storage
+    from athanor.demo.telemetry import write_telemetry
 
     out = Path(args.out)
     as_of = date.fromisoformat(args.as_of) if args.as_of else None
@@ -274,6 +275,7 @@ def _cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     summary = demo.generate_landing(out, cfg, as_of=as_of)
     day = as_of or cfg.end_date
     demo_storage.generate_storage(out, cfg, as_of)  # the buckets and volumes the bill charges
+    write_telemetry(out, cfg, as_of)  # the GPUs' utilisation, of the instances the bill charges
     from athanor.demo.budgets import write_budgets
 
     budgets = write_budgets(settings.home)  # outside the landing folder: it is no delivery

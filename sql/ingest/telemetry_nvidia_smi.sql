@@ -1,7 +1,8 @@
 -- The samples of one nvidia-smi file (read by telemetry_nvidia_smi_raw), as gpu_samples' columns.
 -- Grain: one row per GPU per line. Values lose their unit ('87 %' -> 87); bracketed values
 -- ([N/A], [Not Supported]) are null. The GPU's index: the index field if queried, else its rank
--- by PCI bus id on its host, the order nvidia-smi numbers GPUs in.
+-- by PCI bus id on its host, the order nvidia-smi numbers GPUs in. The instance: an instance_id
+-- field, else an EC2 resource-based host name (i-0123456789abcdef0.ec2.internal).
 with source as (
     select
         source_row,
@@ -40,7 +41,10 @@ final as (
             else s.host || ':' || coalesce(try_cast(s.index_text as integer), n.bus_rank)::varchar
         end                                                                   as gpu_id,
         case when starts_with(s.gpu_model, '[') then null else s.gpu_model end as gpu_model,
-        case when starts_with(s.instance_id, '[') then null else s.instance_id end as instance_id,
+        coalesce(
+            case when starts_with(s.instance_id, '[') then null else s.instance_id end,
+            nullif(regexp_extract(s.host, '^(i-[0-9a-f]{8,17})(\.|$)', 1), '')
+        )                                                                     as instance_id,
         null::varchar                                                         as job_name,
         null::varchar                                                         as pod,
         null::varchar                                                         as namespace,

@@ -281,19 +281,20 @@ def test_a_sample_twice_and_a_clock_out_of_range_fail_their_rules(settings: Sett
 # ---------------------------------------------------------------------------------- replacing
 
 
-def test_a_file_delivered_again_replaces_its_samples(settings: Settings, tmp_path: Path) -> None:
+def test_a_file_delivered_again_restates_its_span(settings: Settings, tmp_path: Path) -> None:
     landing = tmp_path / "landing"
     landing.mkdir()
     file = landing / "gpu-node-01.nvidia-smi.csv"
     shutil.copy(TELEMETRY / "gpu-node-01.nvidia-smi.csv", file)
     ingest(settings, file)
+    load_id = rows(settings, "select load_id from loads")[0][0]
     assert ingest(settings, file).lines == [
-        f"gpu-node-01.nvidia-smi.csv: unchanged since load {rows(settings, 'select load_id from loads')[0][0]}, skipped"
+        f"gpu-node-01.nvidia-smi.csv: unchanged since load {load_id}, skipped"
     ]
-    # Corrected: the 14:10 lines dropped, one value changed.
-    lines = file.read_text().splitlines()[:-2]
+    # Corrected: the 14:01 lines dropped, one value changed; 14:00 to 14:10 is restated whole.
+    lines = file.read_text().splitlines()
     lines[1] = lines[1].replace("87 %", "88 %")
-    file.write_text("\n".join(lines) + "\n")
+    file.write_text("\n".join(lines[:3] + lines[5:]) + "\n")
     outcome = ingest(settings, file)
     assert (
         "6 samples of 2 GPUs" in outcome.lines[0] and "replacing 8 samples loaded before" in outcome.lines[0]
@@ -303,7 +304,22 @@ def test_a_file_delivered_again_replaces_its_samples(settings: Settings, tmp_pat
     ) == [(6, 88.0)]
 
 
-def test_an_overlapping_export_replaces_the_same_instants_only(settings: Settings, tmp_path: Path) -> None:
+def test_a_log_rotated_under_the_same_name_adds_a_day(settings: Settings, tmp_path: Path) -> None:
+    file = tmp_path / "gpu-node-01.nvidia-smi.csv"
+    shutil.copy(TELEMETRY / "gpu-node-01.nvidia-smi.csv", file)
+    ingest(settings, file)
+    file.write_text(file.read_text().replace("2026/11/03", "2026/11/04"))
+    outcome = ingest(settings, file)
+    assert "replacing" not in outcome.lines[0]
+    assert rows(
+        settings, "select cast(sampled_at as date), count(*) from gpu_samples group by 1 order by 1"
+    ) == [
+        (date(2026, 11, 3), 8),
+        (date(2026, 11, 4), 8),
+    ]
+
+
+def test_an_overlapping_export_restates_the_instants_it_covers(settings: Settings, tmp_path: Path) -> None:
     ingest(settings, TELEMETRY / "dcgm-query-range.json")
     doc = json.loads((TELEMETRY / "dcgm-query-range.json").read_text())
     for series in doc["data"]["result"]:
@@ -314,7 +330,8 @@ def test_an_overlapping_export_replaces_the_same_instants_only(settings: Setting
     nxt.write_text(json.dumps(doc))
     outcome = ingest(settings, nxt)
     assert "replacing 2 samples loaded before" in outcome.lines[0]
-    assert "warning: next.json: rule telemetry_sample_replaces_loaded" in outcome.lines[0]
+    # The warning names the rows replaced, in the file they came from.
+    assert "warning: dcgm-query-range.json: rule telemetry_sample_replaces_loaded failed" in outcome.lines[0]
     assert rows(
         settings,
         "select gpu_index, count(*), count(*) filter (where source_file = 'next.json') from gpu_samples group by 1 order by 1",
@@ -344,7 +361,7 @@ def test_each_format_is_recognised_from_content(settings: Settings, name: str) -
         con.close()
 
 
-def test_nvidia_smi_files_load_alone_and_json_files_of_a_format_together() -> None:
+def test_the_files_of_one_format_in_a_delivery_load_together() -> None:
     files = [
         TELEMETRY / "gpu-node-01.nvidia-smi.csv",
         TELEMETRY / "fleet-smi.csv",
@@ -352,7 +369,6 @@ def test_nvidia_smi_files_load_alone_and_json_files_of_a_format_together() -> No
         TELEMETRY / "prometheus-split" / "fb-used.json",
     ]
     assert groups(files) == [
-        [TELEMETRY / "gpu-node-01.nvidia-smi.csv"],
-        [TELEMETRY / "fleet-smi.csv"],
+        [TELEMETRY / "fleet-smi.csv", TELEMETRY / "gpu-node-01.nvidia-smi.csv"],
         [TELEMETRY / "prometheus-split" / "fb-used.json", TELEMETRY / "prometheus-split" / "gpu-util.json"],
     ]

@@ -23,6 +23,7 @@ from athanor.demo.stable import (
     unit_hash,
     uuid_of,
 )
+from athanor.demo.telemetry import idle_tail_s
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,8 @@ def usage_lines(cfg: DemoConfig, fleet: Fleet, cutoff: int) -> pd.DataFrame:
     counts = jobs["instance_count"].to_numpy()[segs["job"].to_numpy()]
     res = segs.loc[segs.index.repeat(counts)].reset_index(drop=True)
     res["k"] = res.groupby(["job", "seg"]).cumcount()
-    res["end_s"] = np.minimum(res["end_s"].to_numpy(), cutoff)
+    # Some nodes stay up, idle, after their job: billed like any other hour (athanor.demo.telemetry).
+    res["end_s"] = np.minimum(res["end_s"].to_numpy() + idle_tail_s(cfg, jobs, res), cutoff)
     res = res[res["start_s"] < res["end_s"]].reset_index(drop=True)
     job_ids = jobs["job_id"].to_numpy()[res["job"].to_numpy()]
     res["resource_id"] = [

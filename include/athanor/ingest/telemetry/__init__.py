@@ -4,15 +4,16 @@ One reader per format: `nvidia_smi` (CSV, parsed by DuckDB), `prometheus` (DCGM 
 query_range JSON), `cloudwatch` (GetMetricData JSON of SageMaker training jobs). A format is
 recognised from the first bytes of the content (`detect`), like every other delivery kind.
 
-How files make deliveries: each nvidia-smi file loads alone (it is complete: every metric of
-every GPU of one host); the Prometheus files of one landed delivery load together, and so do
-its CloudWatch answers with their saved requests, so that one metric per file still makes
-one sample per GPU and instant.
+How files make deliveries: the telemetry files of one format in one landed delivery (a
+folder) load together, in one transaction and one quality check: one nvidia-smi file per
+host, one Prometheus or CloudWatch file per metric, still make one sample per GPU and
+instant. A folder per day (`nvidia-smi/2026-11-03/<host>.nvidia-smi.csv`) keeps each
+night's load to that night's files.
 
 A load is one transaction: the samples are inserted, the delivery passes the `gpu_samples`
-suite (an error rolls everything back and the delivery goes to quarantine), then it replaces
-what earlier loads held for the same file and host (a file delivered again, corrected) and
-for the same GPU and instant (an export overlapping the previous one).
+suite (an error rolls everything back and the delivery goes to quarantine), then it restates,
+for each GPU, the span from its first to its last sample: what earlier loads held there is
+replaced (a file delivered again, corrected; an export overlapping the previous one).
 """
 
 from __future__ import annotations
@@ -66,14 +67,11 @@ def format_of(file: Path) -> str | None:
 
 
 def groups(files: list[Path]) -> list[list[Path]]:
-    """The loads a delivery's telemetry files make: each nvidia-smi file alone, the JSON files of
-    one format together."""
+    """The loads a delivery's telemetry files make: the files of each format together."""
     by_format: dict[str, list[Path]] = defaultdict(list)
     for file in files:
         by_format[format_of(file) or "unknown"].append(file)
-    out = [[f] for f in by_format.pop(nvidia_smi.FORMAT, [])]
-    out += [sorted(fs) for _, fs in sorted(by_format.items())]
-    return out
+    return [sorted(fs) for _, fs in sorted(by_format.items())]
 
 
 def gpus_from_warehouse(con: duckdb.DuckDBPyConnection) -> Callable[[str], cloudwatch.HostGpus | None]:
@@ -82,8 +80,9 @@ def gpus_from_warehouse(con: duckdb.DuckDBPyConnection) -> Callable[[str], cloud
 
     def lookup(job_name: str) -> cloudwatch.HostGpus | None:
         row = con.execute(
+            # The SageMaker log first; a scheduler's log naming the job the same way otherwise.
             "select instance_type, gpus_per_instance from job_run_facts "
-            "where source = 'sagemaker' and job_id = ?",
+            "where job_id = ? order by source <> 'sagemaker', source",
             [job_name],
         ).fetchall()
         if not row:
@@ -114,7 +113,7 @@ def ingest_telemetry(
 
     digest, size = checksum(files)
     load_id = digest[:16]
-    names = shown_all(f.name for f in files)
+    names = _named(files)
     if _already_loaded(con, load_id):
         return f"{names}: unchanged since load {load_id}, skipped"
     formats = {format_of(f) for f in files}
@@ -165,6 +164,15 @@ def ingest_telemetry(
     return "\n".join([line, *(f"  warning: {w}" for w in warnings)])
 
 
+def _named(files: list[Path]) -> str:
+    """The files of a delivery in one short line: a night's folder may hold hundreds."""
+    if len(files) <= 3:
+        return shown_all(f.name for f in files)
+    return (
+        f"{shown_all([files[0].name])} and {len(files) - 1} more files of {shown_all([files[0].parent.name])}"
+    )
+
+
 def write_samples(con: duckdb.DuckDBPyConnection, query: str, params: dict[str, object] | None = None) -> int:
     """The one writer of gpu_samples: the rows of a query naming its columns; how many."""
     return int(con.execute(f"insert into gpu_samples by name {query}", params or {}).fetchall()[0][0])
@@ -196,8 +204,7 @@ def _replace_earlier(con: duckdb.DuckDBPyConnection, load_id: str) -> int:
     before = con.execute("select count(*) from gpu_samples where load_id <> ?", [load_id]).fetchall()[0][0]
     if before == 0:
         return 0
-    con.execute(sql("ingest/telemetry_replace_same_file"), {"load_id": load_id})
-    con.execute(sql("ingest/telemetry_replace_overlap"), {"load_id": load_id})
+    con.execute(sql("ingest/telemetry_replace"), {"load_id": load_id})
     after = con.execute("select count(*) from gpu_samples where load_id <> ?", [load_id]).fetchall()[0][0]
     return int(before - after)
 

@@ -13,7 +13,8 @@ Labels: `UUID` (the GPU), `gpu` (its index), `modelName`, `Hostname` (else `inst
 its port), and the workload's pod: the exporter sets `pod`/`namespace`, but a Prometheus that
 scrapes it in Kubernetes renames them `exported_pod`/`exported_namespace` and writes the
 exporter's own pod into `pod`; the exported ones win, and a `pod` that is the exporter itself
-is no workload. A series without `__name__` (a query that applied a function drops it), or
+is no workload. An EC2 resource-based host name (`i-0123456789abcdef0.ec2.internal`)
+names the instance (else an `instance_id` label does). A series without `__name__` (a query that applied a function drops it), or
 without any host label, refuses the file.
 """
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,6 +41,7 @@ METRICS = {
     "DCGM_FI_DEV_POWER_USAGE": "power",
 }
 _EXPORTER_PODS = ("dcgm-exporter", "nvidia-dcgm-exporter")
+_RESOURCE_NAME = re.compile(r"^(i-[0-9a-f]{8,17})(?:\.|$)")
 
 
 def looks_like(data: bytes) -> bool:
@@ -52,6 +55,12 @@ def _label(metric: dict[str, Any], *names: str) -> str | None:
         if value not in (None, ""):
             return str(value)
     return None
+
+
+def instance_of(host: str) -> str | None:
+    """The EC2 instance id an EC2 resource-based host name carries (i-0abc....ec2.internal)."""
+    m = _RESOURCE_NAME.match(host)
+    return m.group(1) if m else None
 
 
 def _pod(metric: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -143,7 +152,7 @@ def _read_file(file: Path, samples: Samples, skipped: dict[str, int]) -> None:
             "gpu_id": gpu_id,
             "gpu_index": index,
             "gpu_model": _label(metric, "modelName"),
-            "instance_id": _label(metric, "instance_id"),
+            "instance_id": _label(metric, "instance_id") or instance_of(host),
             "pod": pod,
             "namespace": namespace,
         }
