@@ -440,3 +440,38 @@ def test_athanor_anomalies_and_forecast_print_the_documented_json(
     assert (total["scope"], total["month_to_date"]) == ("total:all", 3900.0)
     assert [m["month"] for m in total["months"]] == ["2026-12"]
     assert {b["horizon_days"] for b in forecast["backtest"]} == {7, 30, 90}
+
+
+# --------------------------------------------------------------------------- report
+
+
+def test_the_report_section_shows_what_the_watch_stored_and_reconciles(warehouse, tmp_path: Path) -> None:
+    from athanor.publish.data import load_report_data
+    from athanor.publish.render import render_html
+
+    bill(warehouse, [*flat(), line(date(2026, 11, 18), 900.0, resource="i-b", usage_type=P5)])
+    budgets = _write(tmp_path / "b.csv", "name,scope,value,amount\nfleet,total,,3500\n")
+    watch_spend(warehouse, "run-1", AS_OF, WatchSettings(budgets=budgets), None)
+    data = load_report_data(warehouse, AS_OF, "run-1")
+    watch = data.spend_watch
+    assert [(a.scope, a.day, a.excess_cost) for a in watch.anomalies] == [
+        (scope, date(2026, 11, 18), 900.0)
+        for scope in ("account: 100000000001", f"service: {EC2}", "team: vision")
+    ]
+    # The billed months on the chart are the bill's: September to November.
+    months = {m: billed for m, billed, *_ in watch.months["total", "all", "USD"]}
+    for month, end in ((date(2026, 9, 1), date(2026, 10, 1)), (date(2026, 10, 1), date(2026, 11, 1))):
+        (cost,) = warehouse.execute(
+            "select sum(effective_cost) from billing_facts where charge_period_start >= ? and charge_period_start < ?",
+            [month, end],
+        ).fetchone()
+        assert months[month] == float(cost) == 100.0 * (end - month).days
+    assert months[date(2026, 11, 1)] == 3000.0 + 900.0  # billed to date: the month is over
+    (fleet,) = [b for b in watch.budgets if b.threshold_basis == "actual"]
+    assert (fleet.actual_cost, fleet.breached, round(fleet.share, 4)) == (3900.0, True, round(3900 / 3500, 4))
+    html = render_html(data)
+    section = html[html.index('<section id="spend-watch">') :]
+    assert "$900.00" in section and "i-b" in section
+    assert 'id="chart-forecast-total-all-USD"' in section and "Budget fleet" in section
+    assert "breached" in section
+    assert section.count('<td class="num">4</td>') >= 2  # 7- and 30-day backtests, four folds each

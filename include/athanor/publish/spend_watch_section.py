@@ -178,7 +178,7 @@ def forecast_charts(watch: SpendWatch) -> list[Markup]:
     a line: the total always, and every team that has a budget."""
     budgeted = {(b.scope_kind, b.scope_value, b.currency) for b in watch.budgets}
     out = []
-    for key, rows in watch.months.items():
+    for key, rows in sorted(watch.months.items(), key=lambda item: (item[0][0] != "total", item[0])):
         kind, value, currency = key
         if not (kind == "total" or key in budgeted) or not any(r[2] is not None for r in rows):
             continue
