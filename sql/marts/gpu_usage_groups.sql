@@ -12,8 +12,8 @@ select
     sum(unobserved_gpu_hours)                                               as unobserved_gpu_hours,
     sum(paid_cost_usd)                                                      as paid_cost_usd,
     sum(idle_cost_usd)                                                      as idle_cost_usd,
-    -- Idle GPU-hours on machines no bill names: real, but without a price.
-    coalesce(sum(idle_gpu_hours) filter (where resource_id is null), 0)     as unpriced_idle_gpu_hours,
+    -- Idle GPU-hours in hours no billing line covers: real, but without a price.
+    coalesce(sum(idle_gpu_hours) filter (where idle_cost_usd is null), 0)   as unpriced_idle_gpu_hours,
     sum(busy_utilisation_gpu_hours) / nullif(sum(busy_gpu_hours), 0)       as mean_utilisation,
     sum(busy_memory_gib_gpu_hours) / nullif(sum(busy_gpu_hours), 0)        as mean_memory_used_gib,
     sum(busy_memory_share_gpu_hours) / nullif(sum(busy_gpu_hours), 0)      as mean_memory_share,

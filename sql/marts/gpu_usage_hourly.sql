@@ -9,7 +9,9 @@
 -- * idle: a stretch of consecutive samples below $idle_below_pct % utilisation counting at
 --   least $idle_minutes minutes; a shorter dip (a data-loading pause) is busy time;
 -- * a machine is the billing resource its samples name (instance id, else host, else SageMaker
---   job name, against the resource id's last part); a billed machine-hour's unobserved time is
+--   job name, against the resource id's last part); an hour its bill does not cover (a last
+--   sample counting past the instance's end) is observed but unpaid and unpriced; a billed
+--   machine-hour's unobserved time is
 --   its paid GPU-hours (usage hours x GPUs, USD usage lines) less those observed; a machine no
 --   bill names has no paid hours and no price, and its unobserved time is the capped-off gaps;
 -- * a sample's job: job_runs.job_id equal to its job name (SageMaker), or to its pod or the
@@ -172,7 +174,11 @@ bill_hours as (
 ),
 
 bill_keys as (
-    select distinct resource from bill_hours
+    -- A machine's team and instance type also name its hours the bill does not cover (a last
+    -- sample counting past the instance's end).
+    select resource, mode(team) as team, mode(instance_type) as instance_type
+    from bill_hours
+    group by resource
 ),
 
 machines as (
@@ -331,9 +337,9 @@ final as (
         u.gpu_id,
         u.gpu_model,
         u.job_id,
-        coalesce(u.bill_team, r.team, '(untagged)')                             as team,
+        coalesce(u.bill_team, k.team, r.team, '(untagged)')                     as team,
         coalesce(r.job_class, '(no job)')                                       as job_class,
-        coalesce(u.bill_instance_type, r.instance_type, '(unknown)')            as instance_type,
+        coalesce(u.bill_instance_type, k.instance_type, r.instance_type, '(unknown)')  as instance_type,
         u.paid_gpu_hours,
         u.observed_gpu_hours,
         u.busy_gpu_hours,
@@ -349,6 +355,7 @@ final as (
         u.peak_memory_share
     from (select * from observed union all by name select * from unobserved) as u
     left join runs as r on r.job_id = u.job_id
+    left join bill_keys as k on k.resource = u.resource_id
 )
 
 select * from final

@@ -278,7 +278,7 @@ def test_idle_cost_is_the_bills_price_and_never_more_than_the_bill(warehouse) ->
     assert float(rows["paid_gpu_hours"].sum()) == pytest.approx(16.5)
     assert float(rows["paid_cost_usd"].sum()) == pytest.approx(33.0)  # the bill, to the cent
     assert any(
-        "1.00 idle GPU-hours are on machines no USD billing line names" in n
+        "1.00 idle GPU-hours are in hours no USD billing line covers" in n
         for n in gpu_usage.notes(warehouse, rows, IdleRule())
     )
 
@@ -422,4 +422,23 @@ def test_settings_read_the_idle_rule(tmp_path: Path) -> None:
     assert IdleRule.from_settings(s) == IdleRule(3.0, 45.0, 10.0)
     assert IdleRule.from_settings(Settings.from_env({"ATHANOR_HOME": str(tmp_path)})) == IdleRule(
         5.0, 30.0, None
+    )
+
+
+def test_an_hour_outside_the_machines_bill_keeps_its_team_and_has_no_price(warehouse) -> None:
+    # i-8 is billed for hour 0 only (team cv, 1 GPU, $2) but sampled idle for 90 minutes: hour 0 is
+    # 1 idle GPU-hour at $2; the half hour after is idle, cv's and p4d's, unpaid and unpriced.
+    insert_rows(warehouse, "gpu_samples", samples("a", T0, [1.0] * 90, instance_id="i-8"))
+    insert_rows(warehouse, "billing_facts", bill("i-8", 1, gpus=1, usd=2.0, team="cv"))
+    rows = gpu_usage.hourly(warehouse, *WINDOW, IdleRule())
+    got = [
+        (r.hour.hour, r.team, r.instance_type, r.idle_gpu_hours, r.idle_cost_usd) for r in rows.itertuples()
+    ]
+    assert got[0] == (0, "cv", "p4d.24xlarge", 1.0, 2.0)
+    assert got[1][:4] == (1, "cv", "p4d.24xlarge", 0.5) and got[1][4] != got[1][4]  # NaN: no price
+    figures = gpu_usage.summary(warehouse, rows)
+    assert (figures["idle_gpu_hours"], figures["idle_cost_usd"]) == (1.5, 2.0)
+    assert any(
+        n.startswith("0.50 idle GPU-hours are in hours no USD billing line covers")
+        for n in gpu_usage.notes(warehouse, rows, IdleRule())
     )

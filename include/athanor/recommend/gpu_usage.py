@@ -222,8 +222,9 @@ def notes(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame | str, rule: IdleRu
     unpriced = float(t["unpriced_idle_gpu_hours"] or 0)
     if unpriced > 0:
         out.append(
-            f"{unpriced:,.2f} idle GPU-hours are on machines no USD billing line names (by instance id, "
-            "host or SageMaker job name): their idle_cost_usd is null"
+            f"{unpriced:,.2f} idle GPU-hours are in hours no USD billing line covers (a machine no bill "
+            "names by instance id, host or SageMaker job name, or an hour outside its billed ones): no "
+            "idle_cost_usd for them"
         )
     if float(t["unobserved_gpu_hours"] or 0) > 0:
         out.append(
