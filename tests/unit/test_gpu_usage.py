@@ -333,7 +333,8 @@ def test_measure_gpus_stores_hours_and_priced_recommendations_the_report_reconci
         if s["sampled_at"] >= T0 + timedelta(hours=1):
             s["pod"] = None  # the job has ended: no pod on the GPUs any more
     insert_rows(warehouse, "gpu_samples", busy + quiet)
-    insert_rows(warehouse, "billing_facts", bill("i-1", 3))
+    # Billed the day before too, when nothing was sampled yet: not measured, not 'unobserved'.
+    insert_rows(warehouse, "billing_facts", bill("i-1", 3) + bill("i-1", 24, start=T0 - timedelta(days=1)))
     summary = gpu_usage.measure_gpus(warehouse, "run-1", DAY, IdleRule())
     # 24 paid GPU-hours, all observed; idle: g0's 2 h + 7 x 3 h = 23 h, $46.
     assert summary | {"rows": None} == {

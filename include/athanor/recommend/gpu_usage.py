@@ -478,21 +478,24 @@ def underused_recommendations(
 def measure_gpus(con: duckdb.DuckDBPyConnection, run_id: str, as_of: date, rule: IdleRule) -> dict[str, Any]:
     """Count the window's GPU usage, store it, and store the idle and underused recommendations."""
     start, end = window(as_of)
-    samples = con.execute(
-        "select count(*) from gpu_samples where sampled_at >= ? and sampled_at < ?", [start, end]
-    ).fetchone()[0]
-    # Without telemetry the bill alone would make every paid GPU-hour 'unobserved': nothing to say.
-    rows = hourly(con, *((start, end) if samples else NO_WINDOW), rule)
+    samples, first = con.execute(
+        "select count(*), min(sampled_at) from gpu_samples where sampled_at >= ? and sampled_at < ?",
+        [start, end],
+    ).fetchone()
+    # Measured from the first day with telemetry: before it the whole fleet was unmonitored, and
+    # the bill alone would call every paid GPU-hour 'unobserved' (a collector down later is news).
+    measured = datetime.combine(first.date(), datetime.min.time()) if first else None
+    rows = hourly(con, *((measured, end) if measured else NO_WINDOW), rule)
     recs = idle_recommendations(rows, rule) + underused_recommendations(con, rows, rule)
     with transaction(con):
         written = store_hourly(con, rows, start, end, rule, run_id)
         store_recommendations(con, run_id, as_of, USAGE_KINDS, recs)
     figures = summary(con, rows)
     logger.info(
-        "measure_gpus: read %d GPU samples of %s..%s; wrote %d gpu_usage_hourly rows and %d recommendations "
+        "measure_gpus: read %d GPU samples of %s..%s (from the first day with samples); wrote %d gpu_usage_hourly rows and %d recommendations "
         "(%d idle_gpu, %d underused_gpu); %s GPU-hours, %s idle, %s unobserved, idle cost $%s",
         samples,
-        start.date(),
+        (measured or start).date(),
         (end - timedelta(days=1)).date(),
         written,
         len(recs),
