@@ -366,6 +366,7 @@ def test_measure_gpus_stores_hours_and_priced_recommendations_the_report_reconci
     ).fetchone()
     assert stored == pytest.approx((46.0, 24.0, 23.0))
     section = load_gpu_usage(warehouse, DAY - timedelta(days=29), DAY + timedelta(days=1))
+    assert section.start == T0  # the first day with telemetry, not the period's first
     assert section.totals["idle_cost_usd"] == pytest.approx(stored[0])
     assert section.totals["paid_gpu_hours"] == pytest.approx(stored[1])
     assert section.idle_cost_by_team == {"nlp": {"p4d.24xlarge": pytest.approx(46.0)}}

@@ -102,6 +102,10 @@ def load_gpu_usage(con: duckdb.DuckDBPyConnection, start: date, end: date) -> Gp
         f"select any_value(idle_below_pct), any_value(idle_minutes), any_value(sample_cap_s) from {hours}",
         window,
     ).fetchone()
+    # Measured from the first day with telemetry (measure_gpus): the period may start before it.
+    first = con.execute(f"select min(day) from {hours}", window).fetchone()[0]
+    if first is not None:
+        s = max(s, datetime.combine(first, datetime.min.time()))
     t = total_row.iloc[0].to_dict() if len(total_row) else {}
     idle_cost: dict[str, dict[str, float]] = {}
     for team, itype, usd in by_team:

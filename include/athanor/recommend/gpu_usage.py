@@ -409,7 +409,7 @@ def underused_recommendations(
         busy = float(g["busy"].sum())
         mean_util = float(g["busy_util"].sum()) / busy if busy > 0 else 0.0
         peak_mem = float(g["peak_memory_share"].max()) if g["peak_memory_share"].notna().any() else None
-        gpus = int(g["gpus"].median())
+        gpus = int(g["gpus"].mode().max())  # the class's usual size (its jobs may differ)
         figures = {
             "jobs": len(g),
             "gpus_per_job": gpus,
