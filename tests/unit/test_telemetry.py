@@ -237,7 +237,7 @@ def test_a_value_in_another_unit_is_refused_naming_row_and_column(settings: Sett
     outcome = ingest(settings, TELEMETRY / "bad-units.nvidia-smi.csv")
     assert outcome.errors == [
         "bad-units.nvidia-smi.csv row 3, column memory.used: not a number in MiB (nor a bracketed "
-        "value such as [N/A]) (1 bad row; e.g. row 3: ' 30002 MB')"
+        "value such as [N/A]) (1 bad row; e.g. row 3: '30002 MB')"
     ]
     assert rows(settings, "select count(*) from gpu_samples") == [(0,)]
     assert rows(settings, "select kind, status from loads") == [("gpu_telemetry", "failed")]

@@ -134,8 +134,22 @@ def layout(file: Path) -> Layout:
     return Layout(fields, header, host)
 
 
-def _value(column: str) -> str:
-    return f"nullif(trim({column}), '')"
+def _number(column: str, unit: str) -> str:
+    """A value as a number: its unit taken off ('87 %', '87%', '87'); null when bracketed or not a number."""
+    return (
+        f"try_cast(case when suffix({column}, ' {unit}') then left({column}, -{len(unit) + 1}) "
+        f"when suffix({column}, '{unit}') then left({column}, -{len(unit)}) else {column} end as double)"
+    )
+
+
+def _text(column: str) -> str:
+    """A text value; a bracketed one ([N/A]) is none."""
+    return f"case when starts_with({column}, '[') then null else {column} end"
+
+
+def _timestamp(column: str) -> str:
+    # '2026/11/03 14:05:01.123' is ISO 8601 once its slashes are dashes: DuckDB's own cast reads it.
+    return f"try_cast(replace({column}, '/', '-') as timestamp)"
 
 
 RAW = "telemetry_nvsmi_raw"
@@ -153,9 +167,9 @@ def samples_query(
     lay = layout(file)
     columns = {f"c{i}": "VARCHAR" for i in range(len(lay.fields))}
     by_field = {f: f"c{i}" for i, f in enumerate(lay.fields)}
-    # Every value is read as text, trimmed of the blank nvidia-smi puts after each comma.
+    trimmed = ", ".join(f"nullif(trim(c{i}), '') as c{i}" for i in range(len(lay.fields)))
     con.execute(
-        sql("ingest/telemetry_nvidia_smi_raw", view=RAW),
+        sql("ingest/telemetry_nvidia_smi_raw", view=RAW, trimmed=trimmed),
         {"path": str(file), "skip": 1 if lay.header else 0, "columns": columns},
     )
     _check(con, RAW, file, lay, by_field)
@@ -168,14 +182,29 @@ def done(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _expressions(by_field: dict[str, str]) -> dict[str, str]:
-    """SQL fragments for the insert: each field's text, or null where the file lacks it."""
+    """SQL fragments for the insert: each field's parsed value, or null where the file lacks it."""
 
-    def text(field: str) -> str:
+    def parsed(field: str, how, kind: str) -> str:
         c = by_field.get(field)
-        return _value(c) if c else "null::varchar"
+        return how(c) if c else f"null::{kind}"
 
     return {
-        f"f_{re.sub(r'[^a-z]', '_', f)}": text(f) for f in (*QUERY_FIELDS, "hostname", "index", "instance_id")
+        "hostname": parsed("hostname", _text, "varchar"),
+        "sampled_at": _timestamp(by_field["timestamp"]),
+        "gpu_model": parsed("name", _text, "varchar"),
+        "pci_bus_id": parsed("pci.bus_id", _text, "varchar"),
+        "uuid": parsed("uuid", _text, "varchar"),
+        "gpu_index": parsed("index", lambda c: f"try_cast({c} as integer)", "integer"),
+        "instance_id": parsed("instance_id", _text, "varchar"),
+        **{
+            name: parsed(field, lambda c, unit=UNITS[field]: _number(c, unit), "double")
+            for name, field in (
+                ("utilisation", "utilization.gpu"),
+                ("memory_used", "memory.used"),
+                ("memory_total", "memory.total"),
+                ("power", "power.draw"),
+            )
+        },
     }
 
 
@@ -183,29 +212,22 @@ def _check(
     con: duckdb.DuckDBPyConnection, raw: str, file: Path, lay: Layout, by_field: dict[str, str]
 ) -> None:
     """Refuse the file on its first rule broken: every bad row counted (one pass), a few shown."""
-    checks: list[tuple[str, str, str]] = []  # (field, rule, SQL condition true on a bad row)
-    ts = _value(by_field["timestamp"])
-    checks.append(
-        (
-            "timestamp",
-            "not an nvidia-smi timestamp (YYYY/MM/DD HH:MM:SS.mmm)",
-            f"{ts} is null or try_strptime({ts}, ['%Y/%m/%d %H:%M:%S.%g', '%Y/%m/%d %H:%M:%S']) is null",
-        )
-    )
+    ts = by_field["timestamp"]
+    checks: list[tuple[str, str, str]] = [  # (field, rule, SQL condition true on a bad row)
+        ("timestamp", "not an nvidia-smi timestamp (YYYY/MM/DD HH:MM:SS.mmm)", f"{_timestamp(ts)} is null")
+    ]
     for field, unit in UNITS.items():
-        if field not in by_field:
-            continue
-        v = _value(by_field[field])
-        pattern = "-?[0-9]+(\\.[0-9]+)?( ?" + re.escape(unit) + ")?"
-        checks.append(
-            (
-                field,
-                f"not a number in {unit} (nor a bracketed value such as [N/A])",
-                f"{v} is not null and not starts_with({v}, '[') and not regexp_full_match({v}, '{pattern}')",
+        if field in by_field:
+            c = by_field[field]
+            checks.append(
+                (
+                    field,
+                    f"not a number in {unit} (nor a bracketed value such as [N/A])",
+                    f"{c} is not null and not starts_with({c}, '[') and {_number(c, unit)} is null",
+                )
             )
-        )
     if "hostname" in by_field:
-        checks.append(("hostname", "empty hostname", f"{_value(by_field['hostname'])} is null"))
+        checks.append(("hostname", "empty hostname", f"{by_field['hostname']} is null"))
     counts = con.execute(
         "select " + ", ".join(f"count(*) filter (where {cond})" for _, _, cond in checks) + f" from {raw}"
     ).fetchall()[0]
