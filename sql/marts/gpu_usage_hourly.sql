@@ -9,7 +9,8 @@
 -- * idle: a stretch of consecutive samples below $idle_below_pct % utilisation counting at
 --   least $idle_minutes minutes; a shorter dip (a data-loading pause) is busy time;
 -- * a machine is the billing resource its samples name (instance id, else host, else SageMaker
---   job name, against the resource id's last part); an hour its bill does not cover (a last
+--   job name, against the resource id's last part, or for a job name the lines tagged with that
+--   job_id: a SageMaker job's instances together); an hour its bill does not cover (a last
 --   sample counting past the instance's end) is observed but unpaid and unpriced; a billed
 --   machine-hour's unobserved time is
 --   its paid GPU-hours (usage hours x GPUs, USD usage lines) less those observed; a machine no
@@ -130,21 +131,43 @@ hourly_pieces as (
     )
 ),
 
+sampled_keys as (
+    select instance_id as key from source where instance_id is not null
+    union select host from source
+    union select job_name from source where job_name is not null
+),
+
+sampled_jobs as (
+    select distinct job_name from source where job_name is not null
+),
+
 bill_lines as (
+    -- A line's machine is its resource, unless no sample names the resource but a SageMaker
+    -- sample names the job the line is tagged with: a training job's instances are billed by
+    -- instance id while its telemetry names the job and algo-<n>, so the job is the machine.
     select
-        regexp_extract(rtrim(replace(resource_id, ':', '/'), '/'), '([^/]+)$', 1)  as resource,
-        charge_period_start,
-        charge_period_end,
-        cast(x_usage_hours as double) * x_gpu_count                             as gpu_hours,
-        cast(effective_cost as double)                                          as cost_usd,
-        nullif(tags['team'], '')                                                as team,
-        nullif(tags['job_id'], '')                                              as job_id,
-        x_instance_type                                                         as instance_type
-    from billing_facts
-    where charge_category = 'Usage' and billing_currency = 'USD'
-      and x_gpu_count > 0 and x_usage_hours > 0
-      and resource_id is not null and resource_id <> ''
-      and charge_period_start < $window_end and charge_period_end > $window_start
+        case
+            when l.resource in (select key from sampled_keys) then l.resource
+            when l.job_id in (select job_name from sampled_jobs) then l.job_id
+            else l.resource
+        end                                                                     as resource,
+        l.* exclude (resource)
+    from (
+        select
+            regexp_extract(rtrim(replace(resource_id, ':', '/'), '/'), '([^/]+)$', 1)  as resource,
+            charge_period_start,
+            charge_period_end,
+            cast(x_usage_hours as double) * x_gpu_count                             as gpu_hours,
+            cast(effective_cost as double)                                          as cost_usd,
+            nullif(tags['team'], '')                                                as team,
+            nullif(tags['job_id'], '')                                              as job_id,
+            x_instance_type                                                         as instance_type
+        from billing_facts
+        where charge_category = 'Usage' and billing_currency = 'USD'
+          and x_gpu_count > 0 and x_usage_hours > 0
+          and resource_id is not null and resource_id <> ''
+          and charge_period_start < $window_end and charge_period_end > $window_start
+    ) as l
 ),
 
 bill_hours as (

@@ -444,3 +444,30 @@ def test_an_hour_outside_the_machines_bill_keeps_its_team_and_has_no_price(wareh
         n.startswith("0.50 idle GPU-hours are in hours no USD billing line covers")
         for n in gpu_usage.notes(warehouse, rows, IdleRule())
     )
+
+
+def test_a_sagemaker_job_billed_by_instance_is_one_machine_with_its_instances_bills(warehouse) -> None:
+    # Job sm-2 ran an hour on two 1-GPU instances, billed by instance id ($3 an hour each) and
+    # tagged job_id sm-2; CloudWatch names the job and algo-1, algo-2. The job is the machine:
+    # 2 paid GPU-hours, both observed (none unobserved, none counted twice), $3 a GPU-hour.
+    insert_rows(warehouse, "job_run_facts", [job("sm-2", T0, 1, gpus=1, source="sagemaker")])
+    insert_rows(
+        warehouse,
+        "gpu_samples",
+        [
+            s
+            for n in (1, 2)
+            for s in samples(
+                f"sm-2/algo-{n}:0", T0, [1.0] * 60, host=f"sm-2/algo-{n}", instance_id=None, job_name="sm-2"
+            )
+        ],
+    )
+    insert_rows(
+        warehouse,
+        "billing_facts",
+        bill("i-a", 1, gpus=1, usd=3.0, job_id="sm-2") + bill("i-b", 1, gpus=1, usd=3.0, job_id="sm-2"),
+    )
+    rows = gpu_usage.hourly(warehouse, *WINDOW, IdleRule())
+    assert set(rows["machine"]) == {"sm-2"} and set(rows["resource_id"]) == {"sm-2"}
+    assert (rows["paid_gpu_hours"].sum(), rows["unobserved_gpu_hours"].sum()) == (2.0, 0.0)
+    assert gpu_usage.summary(warehouse, rows)["idle_cost_usd"] == 6.0
