@@ -117,7 +117,7 @@ def load_gpu_usage(con: duckdb.DuckDBPyConnection, start: date, end: date) -> Gp
     words = (
         ""
         if below is None
-        else f"idle: below {below:g} % utilisation for at least {minutes:g} min in a row; a sample counts "
+        else f"Idle: below {below:g} % utilisation for at least {minutes:g} min in a row; a sample counts "
         f"until the next sample of its GPU, at most "
         + ("twice the GPU's median sampling interval" if cap is None else f"{cap / 60:g} min")
     )
