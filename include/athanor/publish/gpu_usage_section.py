@@ -188,9 +188,9 @@ def busy_heat_map(
     lx, ly = frame.left, frame.height - 14
     for k, share in enumerate((0.0, 0.25, 0.5, 0.75, 1.0)):
         parts.append(
-            f'<rect x="{lx + k * 44}" y="{ly - 10}" width="12" height="10" fill="{_fill(share)}" stroke="#999"/>'
+            f'<rect x="{lx + k * 60}" y="{ly - 10}" width="12" height="10" fill="{_fill(share)}" stroke="#999"/>'
         )
-        parts.append(f'<text x="{lx + k * 44 + 16}" y="{ly}" class="legend">{100 * share:.0f} %</text>')
+        parts.append(f'<text x="{lx + k * 60 + 16}" y="{ly}" class="legend">{100 * share:.0f} %</text>')
     parts.append("</svg>")
     return Markup("\n".join(parts))
 
