@@ -333,6 +333,7 @@ def test_every_section_says_no_data_yet_on_an_empty_warehouse(
         "mix",
         "gpu",
         "gpu-usage",
+        "spend-watch",
         "durations",
         "storage",
         "quality",

@@ -95,6 +95,12 @@ class SpendWatch:
     def charts(self) -> list[Markup]:
         return forecast_charts(self)
 
+    @property
+    def has_data(self) -> bool:
+        """Whether the watch ran for this report's run (it stores a forecast or says why not)."""
+        forecast = any(r[2] is not None for rows in self.months.values() for r in rows)
+        return forecast or bool(self.anomalies or self.budgets or self.accuracy)
+
 
 def _float(value: Any) -> float | None:
     return None if value is None else float(value)
