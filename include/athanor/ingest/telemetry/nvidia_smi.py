@@ -168,66 +168,86 @@ def samples_query(
     columns = {f"c{i}": "VARCHAR" for i in range(len(lay.fields))}
     by_field = {f: f"c{i}" for i, f in enumerate(lay.fields)}
     trimmed = ", ".join(f"nullif(trim(c{i}), '') as c{i}" for i in range(len(lay.fields)))
+    parsed = ",\n    ".join(f"{expression} as {name}" for name, expression in _parsed(by_field).items())
     con.execute(
-        sql("ingest/telemetry_nvidia_smi_raw", view=RAW, trimmed=trimmed),
+        sql("ingest/telemetry_nvidia_smi_raw", view=RAW, trimmed=trimmed, parsed=parsed),
         {"path": str(file), "skip": 1 if lay.header else 0, "columns": columns},
     )
-    _check(con, RAW, file, lay, by_field)
-    query = sql("ingest/telemetry_nvidia_smi", raw=RAW, **_expressions(by_field))
-    return query, {"load_id": load_id, "format": format_name, "file_name": file.name, "host": lay.host}
+    _check(con, RAW, file)
+    query = sql("ingest/telemetry_nvidia_smi", raw=RAW)
+    keys, ranks = _bus_ranks(con, lay.host)
+    params = {"load_id": load_id, "format": format_name, "file_name": file.name, "host": lay.host}
+    return query, {**params, "bus_keys": keys, "bus_ranks": ranks}
+
+
+def _bus_ranks(con: duckdb.DuckDBPyConnection, host: str | None) -> tuple[list[str], list[int]]:
+    """Each host's PCI bus ids ('<host>\\x1f<bus id>') and their rank on it: the GPU's index."""
+    pairs = con.execute(
+        f"select distinct coalesce(hostname, $host), coalesce(pci_bus_id, '') from {RAW} order by 1, 2",
+        {"host": host},
+    ).fetchall()
+    keys, ranks, seen = [], [], {}
+    for h, bus in pairs:
+        ranks.append(seen.get(h, 0))
+        seen[h] = ranks[-1] + 1
+        keys.append(f"{h}\x1f{bus}")
+    return keys, ranks
 
 
 def done(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"drop table if exists {RAW}")
 
 
-def _expressions(by_field: dict[str, str]) -> dict[str, str]:
-    """SQL fragments for the insert: each field's parsed value, or null where the file lacks it."""
+# Checked field -> the rule a value breaks when it does not parse.
+RULES = {
+    "timestamp": "not an nvidia-smi timestamp (YYYY/MM/DD HH:MM:SS.mmm)",
+    **{
+        field: f"not a number in {unit} (nor a bracketed value such as [N/A])"
+        for field, unit in UNITS.items()
+    },
+    "hostname": "empty hostname",
+}
+
+
+def _bad(field: str) -> str:
+    return "bad_" + re.sub(r"[^a-z]", "_", field)
+
+
+def _parsed(by_field: dict[str, str]) -> dict[str, str]:
+    """The raw table's columns: each field's typed value (null where the file lacks the field),
+    and for each checked field the text of a value that does not parse (null when it does)."""
 
     def parsed(field: str, how, kind: str) -> str:
         c = by_field.get(field)
         return how(c) if c else f"null::{kind}"
 
-    return {
+    ts = by_field["timestamp"]
+    out = {
         "hostname": parsed("hostname", _text, "varchar"),
-        "sampled_at": _timestamp(by_field["timestamp"]),
+        "sampled_at": _timestamp(ts),
         "gpu_model": parsed("name", _text, "varchar"),
         "pci_bus_id": parsed("pci.bus_id", _text, "varchar"),
         "uuid": parsed("uuid", _text, "varchar"),
         "gpu_index": parsed("index", lambda c: f"try_cast({c} as integer)", "integer"),
         "instance_id": parsed("instance_id", _text, "varchar"),
-        **{
-            name: parsed(field, lambda c, unit=UNITS[field]: _number(c, unit), "double")
-            for name, field in (
-                ("utilisation", "utilization.gpu"),
-                ("memory_used", "memory.used"),
-                ("memory_total", "memory.total"),
-                ("power", "power.draw"),
-            )
-        },
     }
+    named = {"utilization.gpu": "utilisation_pct", "memory.used": "memory_used_mib"}
+    named |= {"memory.total": "memory_total_mib", "power.draw": "power_w"}
+    for field, name in named.items():
+        out[name] = parsed(field, lambda c, unit=UNITS[field]: _number(c, unit), "double")
+    out[_bad("timestamp")] = f"case when {_timestamp(ts)} is null then coalesce({ts}, '(empty)') end"
+    for field, name in named.items():
+        c = by_field.get(field)
+        check = f"{c} is not null and not starts_with({c}, '[') and {out[name]} is null" if c else "false"
+        out[_bad(field)] = f"case when {check} then {c or 'null'} end"
+    c = by_field.get("hostname")
+    out[_bad("hostname")] = f"case when {c} is null then '(empty)' end" if c else "null::varchar"
+    return out
 
 
-def _check(
-    con: duckdb.DuckDBPyConnection, raw: str, file: Path, lay: Layout, by_field: dict[str, str]
-) -> None:
+def _check(con: duckdb.DuckDBPyConnection, raw: str, file: Path) -> None:
     """Refuse the file on its first rule broken: every bad row counted (one pass), a few shown."""
-    ts = by_field["timestamp"]
-    checks: list[tuple[str, str, str]] = [  # (field, rule, SQL condition true on a bad row)
-        ("timestamp", "not an nvidia-smi timestamp (YYYY/MM/DD HH:MM:SS.mmm)", f"{_timestamp(ts)} is null")
-    ]
-    for field, unit in UNITS.items():
-        if field in by_field:
-            c = by_field[field]
-            checks.append(
-                (
-                    field,
-                    f"not a number in {unit} (nor a bracketed value such as [N/A])",
-                    f"{c} is not null and not starts_with({c}, '[') and {_number(c, unit)} is null",
-                )
-            )
-    if "hostname" in by_field:
-        checks.append(("hostname", "empty hostname", f"{by_field['hostname']} is null"))
+    checks = [(field, rule, f"{_bad(field)} is not null") for field, rule in RULES.items()]
     counts = con.execute(
         "select " + ", ".join(f"count(*) filter (where {cond})" for _, _, cond in checks) + f" from {raw}"
     ).fetchall()[0]
@@ -235,7 +255,7 @@ def _check(
         if not bad:
             continue
         rows = con.execute(
-            f"select source_row, {by_field[field]} from {raw} where {condition} "
+            f"select source_row, {_bad(field)} from {raw} where {condition} "
             f"order by source_row limit {EXAMPLES}"
         ).fetchall()
         raise IngestError(
