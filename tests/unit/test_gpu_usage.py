@@ -471,3 +471,18 @@ def test_a_sagemaker_job_billed_by_instance_is_one_machine_with_its_instances_bi
     assert set(rows["machine"]) == {"sm-2"} and set(rows["resource_id"]) == {"sm-2"}
     assert (rows["paid_gpu_hours"].sum(), rows["unobserved_gpu_hours"].sum()) == (2.0, 0.0)
     assert gpu_usage.summary(warehouse, rows)["idle_cost_usd"] == 6.0
+
+
+def test_a_job_using_a_fifth_of_its_gpu_is_sent_to_a_mig_slice(warehouse) -> None:
+    # j2: an hour on one GPU ($2 an hour), busy at 20 % with 8 of 40 GiB: max(0.2, 0.2) x 7 = 1.4,
+    # so 2 of 7 MIG slices; the estimate saves 5/7 of its $2 x 730 = $1,460 a month: $1,042.86.
+    insert_rows(warehouse, "job_run_facts", [job("j2", T0, 1, gpus=1, model="tiny")])
+    insert_rows(warehouse, "gpu_samples", samples("g0", T0, [20.0] * 60, instance_id="i-3", pod="j2-0"))
+    insert_rows(warehouse, "billing_facts", bill("i-3", 1, gpus=1, usd=2.0))
+    rows = gpu_usage.hourly(warehouse, *WINDOW, IdleRule())
+    (rec,) = gpu_usage.underused_recommendations(warehouse, rows, IdleRule())
+    assert rec.scope == "nlp/p/tiny/tune"
+    assert rec.action.startswith(
+        "Run nlp/p/tiny/tune on smaller GPUs or 2/7 MIG slices: busy at 20 % utilisation"
+    )
+    assert (float(rec.current_monthly_cost), float(rec.estimated_monthly_savings_amount)) == (1460.0, 1042.86)
