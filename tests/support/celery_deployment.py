@@ -208,7 +208,8 @@ class CeleryDeployment:
         addresses = {
             "AIRFLOW__CORE__EXECUTOR": self.executor,
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"postgresql+psycopg2://{database}",
-            "AIRFLOW__CELERY__RESULT_BACKEND": f"db+postgresql://{database}",
+            # The driver named, as for the metadata DB: SQLAlchemy 2.1's default is psycopg 3.
+            "AIRFLOW__CELERY__RESULT_BACKEND": f"db+postgresql+psycopg2://{database}",
             "AIRFLOW__CELERY__BROKER_URL": broker,
             "AIRFLOW__CORE__FERNET_KEY": urlsafe_b64encode(secrets.token_bytes(32)).decode(),
             "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(48),
@@ -281,6 +282,8 @@ class CeleryDeployment:
                 client=httpx.Client(timeout=30),
             )
             self._wait_healthy(deadline=time.monotonic() + 240)
+            for name in self.workers():
+                self.wait_worker_ready(name, deadline=time.monotonic() + 120)
             self.api.token = self._token(deadline=time.monotonic() + 60)
             self.timings["services_healthy_s"] = time.monotonic() - t2
         except BaseException:
@@ -293,6 +296,14 @@ class CeleryDeployment:
         env = {**self.env, "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port())}
         command = [*service_command(WORKER_SERVICE), "--celery-hostname", f"{name}@%h"]
         return self._spawn(name, command, env=env, cwd=self.root)
+
+    def wait_worker_ready(self, name: str, deadline: float) -> None:
+        """Until Celery says the worker consumes its queue ("<name>@<host> ready.")."""
+        while not re.search(rf"{name}@\S+ ready\.", self.log_tail(name, 200_000)):
+            self._alive(name)
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{name} not ready in time:\n{self.log_tail(name)}")
+            time.sleep(0.5)
 
     def workers(self) -> dict[str, Proc]:
         return {name: p for name, p in self.procs.items() if name.startswith("worker")}
