@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-BENCHES = ["ingest", "quality", "durations", "mix", "lifecycle", "warehouse"]
+BENCHES = ["ingest", "quality", "durations", "mix", "lifecycle", "warehouse", "gpu_samples"]
 
 
 def main(argv: list[str]) -> int:
