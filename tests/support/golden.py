@@ -18,7 +18,7 @@ from typing import Any
 import duckdb
 
 # Columns that name the run or the wall clock, not the data.
-VOLATILE_COLUMNS = {"run_id", "started_at", "finished_at", "checked_at"}
+VOLATILE_COLUMNS = {"run_id", "first_run_id", "started_at", "finished_at", "checked_at", "sent_at"}
 VOLATILE_JSON_KEYS = {"run_id", "generated_at"}
 # The run log: its summaries carry timings. The schema ledger: hashes of the SQL files, not data.
 VOLATILE_TABLES = {"pipeline_runs", "schema_migrations"}
@@ -27,7 +27,9 @@ VOLATILE_TABLES = {"pipeline_runs", "schema_migrations"}
 def _num(value: float) -> str:
     if math.isnan(value) or math.isinf(value):
         return str(value)
-    return f"{value:.9g}"
+    # Rounded to 12 digits first: a sum whose order varies lands on either side of a 9-digit
+    # tie (0.53085793749999 vs 0.53085793750001), and the first rounding makes both the same.
+    return f"{float(f'{value:.12g}'):.9g}"
 
 
 def _canonical(value: Any, home: str) -> Any:
