@@ -35,7 +35,7 @@ import psutil
 import yaml
 
 from athanor.settings import PROJECT_ROOT
-from tests.support.airflow_server import AirflowServer, free_port
+from tests.support.airflow_server import AirflowServer, _alive, _signal, free_port
 
 COMPOSE = PROJECT_ROOT / "docker-compose.yaml"
 AIRFLOW_ENV = PROJECT_ROOT / "airflow.env"
@@ -420,20 +420,6 @@ class CeleryDeployment:
         if self.pg_dir is not None:
             shutil.rmtree(self.pg_dir, ignore_errors=True)
         return self.processes()
-
-
-def _alive(p: psutil.Process) -> bool:
-    try:
-        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
-def _signal(p: psutil.Process, sig: signal.Signals) -> None:
-    try:
-        p.send_signal(sig)
-    except psutil.NoSuchProcess:
-        pass
 
 
 def _signal_pid(pid: int, sig: signal.Signals) -> None:
