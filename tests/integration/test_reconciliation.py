@@ -41,7 +41,9 @@ REAL_SAMPLE = shared_data() / "billing" / "focus-1.0-sample.csv"
 REAL_DAY = date(2024, 9, 30)  # the sample's last billed day
 HOURS_PER_MONTH, WINDOW_DAYS = 730.0, 30  # what the recommenders scale a 30-day window by
 TOTALS = ("mix", "storage")  # rows that add up other rows
-ALTERNATIVES = ("checkpointing", "gpu_choice")  # priced, never added to a headline
+# Priced, never added to a headline: another way to the same GPU-hours (idle and underused GPUs
+# take away hours the purchase mix already prices).
+ALTERNATIVES = ("checkpointing", "gpu_choice", "idle_gpu", "underused_gpu")
 MIX_PARTS = ("spot", "reserved_instances", "savings_plan")
 STORAGE_PARTS = ("lifecycle", "ebs")
 
