@@ -28,7 +28,7 @@ import duckdb
 
 from athanor.errors import DataRejected
 from athanor.settings import Settings
-from athanor.warehouse import connect, insert_rows
+from athanor.warehouse import connect, insert_rows, lake
 from athanor.warehouse.connection import configure
 
 logger = logging.getLogger(__name__)
@@ -51,6 +51,7 @@ class RunContext:
         if self.held is not None:
             con = self.held.cursor()
             configure(con, memory_limit=s.duckdb_memory_limit, threads=s.duckdb_threads)
+            lake.attach(con, lake.LakeConfig.from_settings(s))  # a cursor sees no temp views of its parent
             return con
         return connect(
             s.warehouse, memory_limit=s.duckdb_memory_limit, threads=s.duckdb_threads, wait_s=s.writer_wait_s

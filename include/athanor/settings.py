@@ -166,6 +166,13 @@ class Settings:
     idle_below_pct: float = 5.0
     idle_minutes: float = 30.0
     gpu_sample_cap_minutes: float | None = None
+    # Where the fact tables live (athanor.warehouse.lake): "file", in the DuckDB file, or "lake",
+    # Apache Iceberg tables under lake_warehouse (s3://bucket/prefix) with pyiceberg's SQL
+    # catalog at lake_catalog_uri (a PostgreSQL SQLAlchemy URL; it may embed a password).
+    warehouse_mode: str = "file"
+    lake_catalog_uri: str | None = field(default=None, repr=False)
+    lake_warehouse: str | None = None
+    lake_namespace: str = "athanor"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -199,6 +206,10 @@ class Settings:
             max_expansion_ratio=float(env.get("ATHANOR_MAX_EXPANSION_RATIO", "200")),
             restatement_min_share=float(env.get("ATHANOR_RESTATEMENT_MIN_SHARE", "0.5")),
             idle_below_pct=float(env.get("ATHANOR_IDLE_BELOW_PCT", "5")),
+            warehouse_mode=_warehouse_mode(env.get("ATHANOR_WAREHOUSE_MODE", "file")),
+            lake_catalog_uri=env.get("ATHANOR_LAKE_CATALOG_URI") or None,
+            lake_warehouse=env.get("ATHANOR_LAKE_WAREHOUSE") or None,
+            lake_namespace=env.get("ATHANOR_LAKE_NAMESPACE", "athanor"),
             idle_minutes=float(env.get("ATHANOR_IDLE_MINUTES", "30")),
             gpu_sample_cap_minutes=(
                 float(env["ATHANOR_GPU_SAMPLE_CAP_MINUTES"])
@@ -211,6 +222,13 @@ class Settings:
                 if env.get(variable)
             },
         )
+
+
+def _warehouse_mode(text: str) -> str:
+    mode = text.strip().lower() or "file"
+    if mode not in ("file", "lake"):
+        raise ValueError(f"ATHANOR_WAREHOUSE_MODE must be file or lake, got {text!r}")
+    return mode
 
 
 def _severity_levels(text: str) -> tuple[tuple[str, str], ...]:

@@ -48,6 +48,7 @@ from athanor.land.names import shown, shown_all
 from athanor.warehouse import (
     LoadRecord,
     insert_rows,
+    lake,
     mark_replaced,
     quote_ident,
     record_load,
@@ -577,7 +578,7 @@ def _stage_file(
         try:
             _create_source_view(con, path, fmt, columns, fast_path=True)
             con.execute(
-                f"insert into billing_facts by name {sql(fmt.staging_sql)}",
+                f"insert into {lake.staging(con, 'billing_facts')} by name {sql(fmt.staging_sql)}",
                 {**params, "source_file": path.name},
             )
             con.execute("drop view src")
@@ -696,6 +697,11 @@ def ingest_billing(
             finished_at=datetime.now(UTC).replace(tzinfo=None),
         )
         record_load(con, record)
+        if lake.attached(con):
+            # Last, so that a failure above leaves the lake as it was; see athanor.warehouse.lake.
+            lake.commit_load(con, "billing_facts", load_id)
+            if replaced:
+                mark_replaced(con)
     return LoadResult(
         load_id, names, fmt.name, "loaded", rows, billed, periods, replaced, time.monotonic() - started
     )
@@ -734,7 +740,12 @@ def _any_insertion_order(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
 
 
 def _replace_restated(con: duckdb.DuckDBPyConnection, load_id: str) -> int:
-    """Delete what earlier loads held for the (account, period) pairs this load restates."""
+    """Delete what earlier loads held for the (account, period) pairs this load restates.
+
+    In the lake mode only count them: the load's Iceberg commit replaces them (`commit_load`).
+    """
+    if lake.attached(con):
+        return int(con.execute(sql("ingest/restated_rows"), {"load_id": load_id}).fetchone()[0])
     replaced = con.execute(sql("ingest/delete_restated"), {"load_id": load_id}).fetchone()[0]
     if replaced:
         # Deliveries whose every row was restated away stay in the ledger as history.

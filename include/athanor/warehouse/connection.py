@@ -52,6 +52,10 @@ def connect(
         from athanor.warehouse.migrations import migrate  # it needs transaction(), below
 
         migrate(con)
+    from athanor.warehouse import lake
+
+    # The lake mode: the fact tables become views over their Iceberg tables' current snapshots.
+    lake.attach(con, lake.config())
     return con
 
 

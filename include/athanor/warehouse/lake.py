@@ -1,0 +1,406 @@
+"""The lake mode: the fact tables as Apache Iceberg tables in a bucket, the catalog in PostgreSQL.
+
+With `ATHANOR_WAREHOUSE_MODE=lake` the DuckDB file keeps everything but the fact tables'
+rows (the ledger, marts, recommendations, runs); `billing_facts` lives in an Iceberg table
+(pyiceberg's SQL catalog at `ATHANOR_LAKE_CATALOG_URI`, data files under
+`ATHANOR_LAKE_WAREHOUSE`, an `s3://bucket/prefix`, written and read through pyarrow's S3
+filesystem). Partitioned by provider, billing account and billing period (identity), so a
+restated month is whole data files that one commit replaces.
+
+Reads: `attach` makes each lake table, on one DuckDB connection, a temporary view of the same
+name over the current snapshot's data files (a pyarrow dataset: DuckDB pushes projections and
+filters into it and streams, nothing is copied) UNION ALL the DuckDB table of that name, which
+in this mode only ever holds the rows of a load in progress. Temporary views shadow the file's
+tables, also inside the file's own views (`focus_charges`), so every SQL file reads the lake
+unchanged; the loader's own rows are visible to its quality gate as in the file mode.
+
+Writes: the loader stages a delivery into the DuckDB table as in the file mode (`staging`
+names it), gates it, then `commit_load` replaces its partitions in Iceberg in one commit
+(overwrite with a filter: copy-on-write, no delete files) and drops the staged rows, all
+inside the load's DuckDB transaction. Iceberg commits first: if the process dies before the
+DuckDB commit, the ledger does not know the load and the next run loads the delivery again,
+which replaces the same partitions with the same rows.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.table import Table
+
+    from athanor.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+# The fact tables kept in the lake, each with its partition columns (identity transforms).
+LAKE_TABLES: dict[str, tuple[str, ...]] = {
+    "billing_facts": ("provider_name", "billing_account_id", "billing_period_start"),
+}
+# What one load replaces: the (billing account, billing period) pairs it delivers, as
+# sql/ingest/delete_restated.sql does in the file mode.
+REPLACED_BY: dict[str, tuple[str, ...]] = {"billing_facts": ("billing_account_id", "billing_period_start")}
+COMMIT_ATTEMPTS = 8  # a concurrent commit to another partition costs one retry
+_ARROW_PREFIX = "_lake_"
+
+
+class LakeError(RuntimeError):
+    """The lake is misconfigured or unreachable; `str()` names the setting or the server."""
+
+
+@dataclass(frozen=True)
+class LakeConfig:
+    catalog_uri: str  # SQLAlchemy URL of the PostgreSQL catalog database
+    warehouse: str  # s3://bucket/prefix under which the tables' files go
+    namespace: str
+    s3_endpoint_url: str | None
+    region: str
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LakeConfig | None:
+        """The lake's settings, or None in the file mode."""
+        if settings.warehouse_mode != "lake":
+            return None
+        missing = [
+            name
+            for name, value in (
+                ("ATHANOR_LAKE_CATALOG_URI", settings.lake_catalog_uri),
+                ("ATHANOR_LAKE_WAREHOUSE", settings.lake_warehouse),
+            )
+            if not value
+        ]
+        if missing:
+            raise LakeError(f"ATHANOR_WAREHOUSE_MODE=lake needs {' and '.join(missing)}")
+        assert settings.lake_catalog_uri and settings.lake_warehouse
+        if not settings.lake_warehouse.startswith("s3://"):
+            raise LakeError(f"ATHANOR_LAKE_WAREHOUSE must be an s3:// URL, got {settings.lake_warehouse!r}")
+        return cls(
+            catalog_uri=settings.lake_catalog_uri,
+            warehouse=settings.lake_warehouse.rstrip("/"),
+            namespace=settings.lake_namespace,
+            s3_endpoint_url=settings.s3_endpoint_url,
+            region=settings.aws_region,
+        )
+
+    def identifier(self, table: str) -> tuple[str, str]:
+        return (self.namespace, table)
+
+
+def config() -> LakeConfig | None:
+    """The lake of this process's settings, None in the file mode."""
+    from athanor.settings import Settings
+
+    return LakeConfig.from_settings(Settings.from_env())
+
+
+# ---------------------------------------------------------------------- catalog and files
+
+
+@cache
+def catalog(cfg: LakeConfig) -> SqlCatalog:
+    """pyiceberg's SQL catalog in PostgreSQL (its tables created on first use)."""
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.exceptions import NamespaceAlreadyExistsError
+
+    properties = {
+        "uri": cfg.catalog_uri,
+        "warehouse": cfg.warehouse,
+        # pyarrow's S3 filesystem, the one the DuckDB views read through too.
+        "py-io-impl": "pyiceberg.io.pyarrow.PyArrowFileIO",
+        "s3.region": cfg.region,
+    }
+    if cfg.s3_endpoint_url:
+        properties["s3.endpoint"] = cfg.s3_endpoint_url
+    found = SqlCatalog("athanor", **properties)
+    try:
+        found.create_namespace(cfg.namespace)
+    except NamespaceAlreadyExistsError:
+        pass
+    return found
+
+
+@cache
+def filesystem(cfg: LakeConfig) -> Any:
+    """pyarrow's S3 filesystem for the data files (credentials: the AWS SDK's usual chain)."""
+    from pyarrow.fs import S3FileSystem
+
+    return S3FileSystem(endpoint_override=cfg.s3_endpoint_url, region=cfg.region)
+
+
+def table(cfg: LakeConfig, name: str, con: duckdb.DuckDBPyConnection | None = None) -> Table:
+    """The Iceberg table `name`; created from the DuckDB table's columns when new (needs `con`)."""
+    from pyiceberg.exceptions import NoSuchTableError, TableAlreadyExistsError
+
+    ident = cfg.identifier(name)
+    try:
+        return catalog(cfg).load_table(ident)
+    except NoSuchTableError:
+        if con is None:
+            raise
+    schema = con.sql(f"select * from {staging(con, name)} limit 0").to_arrow_table().schema
+    # Created with its partition spec in one commit: no reader ever sees it unpartitioned.
+    create = catalog(cfg).create_table_transaction(ident, schema=schema)
+    with create.update_spec() as spec:
+        for column in LAKE_TABLES[name]:
+            spec.add_identity(column)
+    try:
+        create.commit_transaction()
+    except TableAlreadyExistsError:  # another loader created it meanwhile
+        return catalog(cfg).load_table(ident)
+    logger.info(
+        "created lake table %s.%s partitioned by %s", cfg.namespace, name, ", ".join(LAKE_TABLES[name])
+    )
+    return catalog(cfg).load_table(ident)
+
+
+def data_files(tbl: Table, snapshot_id: int | None = None) -> list[str]:
+    """The data files of a snapshot (the current one by default), as bucket/key paths.
+
+    The tables are written copy-on-write only, so a snapshot is its data files: a delete file
+    would mean another writer wrote this table merge-on-read, which these readers cannot apply.
+    """
+    files = []
+    for task in tbl.scan(snapshot_id=snapshot_id).plan_files():
+        if task.delete_files:
+            raise LakeError(
+                f"{tbl.name()} has delete files (merge-on-read); Athanor reads copy-on-write tables"
+            )
+        files.append(task.file.file_path)
+    return [path.removeprefix("s3://").removeprefix("s3a://") for path in files]
+
+
+def staging(con: duckdb.DuckDBPyConnection, name: str) -> str:
+    """The DuckDB table itself, past any lake view of the same name (loads insert here)."""
+    database = con.execute("select current_database()").fetchall()[0][0]
+    return f'"{database}".main."{name}"'
+
+
+def _columns(con: duckdb.DuckDBPyConnection, name: str) -> list[str]:
+    database = con.execute("select current_database()").fetchall()[0][0]
+    rows = con.execute(
+        "select column_name from duckdb_columns() where database_name = ? and schema_name = 'main' "
+        "and table_name = ? order by column_index",
+        [database, name],
+    ).fetchall()
+    return [row[0] for row in rows]
+
+
+# ---------------------------------------------------------------------- reading
+
+
+def attached(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether this connection reads its fact tables from the lake (so loads must commit there)."""
+    found = con.execute(
+        "select count(*) from duckdb_views() where temporary and view_name = 'billing_facts'"
+    ).fetchall()
+    return bool(found[0][0])
+
+
+def attach(
+    con: duckdb.DuckDBPyConnection,
+    cfg: LakeConfig | None,
+    snapshots: dict[str, int] | None = None,
+) -> dict[str, int | None]:
+    """Make each lake table a view of the same name on `con`; nothing in the file mode (cfg None).
+
+    `snapshots`: table -> snapshot id to read (time travel); default the current snapshots.
+    Returns the snapshot each view reads (None: the table has no snapshot yet).
+    """
+    if cfg is None:
+        return {}
+    read: dict[str, int | None] = {}
+    for name in LAKE_TABLES:
+        tbl = table(cfg, name, con)
+        snapshot_id = (snapshots or {}).get(name)
+        if snapshot_id is None:
+            current = tbl.current_snapshot()
+            snapshot_id = current.snapshot_id if current else None
+        read[name] = snapshot_id
+        _view(con, cfg, name, tbl, snapshot_id)
+    return read
+
+
+def _view(
+    con: duckdb.DuckDBPyConnection, cfg: LakeConfig, name: str, tbl: Table, snapshot_id: int | None
+) -> None:
+    import pyarrow.dataset as ds
+
+    columns = ", ".join(f'"{c}"' for c in _columns(con, name))
+    files = data_files(tbl, snapshot_id) if snapshot_id is not None else []
+    parts = [f"select {columns} from {staging(con, name)}"]
+    if files:
+        dataset = ds.dataset(files, filesystem=filesystem(cfg), format="parquet")
+        con.register(_ARROW_PREFIX + name, dataset)
+        parts.insert(0, f"select {columns} from {_ARROW_PREFIX}{name}")
+    con.execute(f'create or replace temp view "{name}" as ' + " union all ".join(parts))
+    logger.info(
+        "lake table %s: snapshot %s, %d data file(s), read as view %s",
+        tbl.name(),
+        snapshot_id,
+        len(files),
+        name,
+    )
+
+
+def open_as_of(
+    settings: Settings, snapshots: dict[str, int], *, memory_limit: str = "2GB", threads: int = 2
+) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with the lake tables as they were at `snapshots` (table -> snapshot id).
+
+    The analysts' view of the lake mode: a run records its snapshot ids (`record_snapshots`),
+    and this opens exactly what that run read, however many loads committed since.
+    """
+    from athanor.warehouse.connection import configure
+
+    cfg = LakeConfig.from_settings(settings)
+    if cfg is None:
+        raise LakeError("ATHANOR_WAREHOUSE_MODE is not lake: there are no table snapshots to open")
+    con = duckdb.connect()
+    configure(con, memory_limit=memory_limit, threads=threads)
+    import pyarrow.dataset as ds
+
+    for name, snapshot_id in snapshots.items():
+        tbl = table(cfg, name)
+        if tbl.snapshot_by_id(snapshot_id) is None:
+            raise LakeError(f"{tbl.name()} has no snapshot {snapshot_id} (expired, or another table's id?)")
+        schema = tbl.schema().as_arrow()
+        files = data_files(tbl, snapshot_id)
+        dataset = ds.dataset(files, filesystem=filesystem(cfg), format="parquet", schema=schema)
+        con.register(_ARROW_PREFIX + name, dataset)
+        con.execute(f'create view "{name}" as select * from {_ARROW_PREFIX}{name}')
+    return con
+
+
+def current_snapshots(cfg: LakeConfig) -> dict[str, int]:
+    """Each lake table's current snapshot id (tables without one left out)."""
+    found = {}
+    for name in LAKE_TABLES:
+        snapshot = table(cfg, name).current_snapshot()
+        if snapshot is not None:
+            found[name] = snapshot.snapshot_id
+    return found
+
+
+def record_snapshots(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, int]:
+    """Write the lake tables' current snapshot ids against `run_id` (table lake_snapshots).
+
+    Nothing in the file mode. The ids are what `open_as_of` opens: the run's read-only view.
+    """
+    cfg = config()
+    if cfg is None:
+        return {}
+    from athanor.warehouse.rows import insert_rows
+
+    found = current_snapshots(cfg)
+    recorded_at = datetime.now(UTC).replace(tzinfo=None)
+    con.execute("delete from lake_snapshots where run_id = ?", [run_id])
+    rows = [
+        {"run_id": run_id, "table_name": name, "snapshot_id": sid, "recorded_at": recorded_at}
+        for name, sid in found.items()
+    ]
+    if rows:
+        insert_rows(con, "lake_snapshots", rows)
+    logger.info("run %s reads lake snapshots %s", run_id, found)
+    return found
+
+
+def run_snapshots(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, int]:
+    """The snapshot ids a run recorded (table -> snapshot id)."""
+    rows = con.execute(
+        "select table_name, snapshot_id from lake_snapshots where run_id = ?", [run_id]
+    ).fetchall()
+    return {name: int(sid) for name, sid in rows}
+
+
+# ---------------------------------------------------------------------- writing
+
+
+def _replaced_filter(name: str, keys: Iterable[tuple[Any, ...]]) -> Any:
+    """Iceberg's expression for the rows one load replaces: any of its key tuples."""
+    from pyiceberg.expressions import And, EqualTo, Or
+
+    def literal(value: Any) -> Any:
+        # A timestamp's ISO text binds to the column's type; a datetime would be read as micros.
+        return value.isoformat() if isinstance(value, datetime) else value
+
+    terms = []
+    for key in keys:
+        equal = [
+            EqualTo(column, literal(value)) for column, value in zip(REPLACED_BY[name], key, strict=True)
+        ]
+        terms.append(equal[0] if len(equal) == 1 else And(*equal))
+    if not terms:
+        raise ValueError("a load with no rows replaces nothing")
+    return terms[0] if len(terms) == 1 else Or(*terms)
+
+
+def commit_load(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> int:
+    """Replace in the lake the partitions load `load_id` staged in `name`; one Iceberg commit.
+
+    Runs inside the load's DuckDB transaction: it reads the staged rows, commits them, deletes
+    them from the staging table and points this connection's view at the new snapshot. A
+    concurrent commit (another loader, another partition) fails ours with CommitFailedException;
+    pyiceberg retries it on the new snapshot itself (table property commit.retry.num-retries,
+    checking that the other commit touched none of our partitions). Should its retries run out,
+    the table is read again here and the same overwrite retried: it replaces the same partitions
+    with the same rows. Returns the new snapshot id.
+    """
+    from pyiceberg.exceptions import CommitFailedException
+
+    cfg = config()
+    assert cfg is not None, "commit_load in the file mode"
+    staged = staging(con, name)
+    rows: pa.Table = con.sql(f"select * from {staged} where load_id = ?", params=[load_id]).to_arrow_table()
+    keys = con.execute(
+        f"select distinct {', '.join(REPLACED_BY[name])} from {staged} where load_id = ? order by all",
+        [load_id],
+    ).fetchall()
+    overwrite_filter = _replaced_filter(name, keys)
+    started = time.monotonic()
+    for attempt in range(1, COMMIT_ATTEMPTS + 1):
+        tbl = table(cfg, name, con)
+        try:
+            with warnings.catch_warnings():
+                # A first load of its partitions replaces nothing, which pyiceberg warns about.
+                warnings.filterwarnings("ignore", "Delete operation did not match any records")
+                tbl.overwrite(
+                    rows, overwrite_filter=overwrite_filter, snapshot_properties={"athanor.load_id": load_id}
+                )
+            break
+        except CommitFailedException as exc:
+            if attempt == COMMIT_ATTEMPTS:
+                raise
+            logger.info(
+                "lake table %s changed under load %s (%s); reading it again, retry %d",
+                tbl.name(),
+                load_id,
+                str(exc).splitlines()[0],
+                attempt,
+            )
+            time.sleep(0.05 * attempt)
+    tbl = tbl.refresh()
+    snapshot = tbl.current_snapshot()
+    assert snapshot is not None
+    con.execute(f"delete from {staged} where load_id = ?", [load_id])
+    _view(con, cfg, name, tbl, snapshot.snapshot_id)
+    logger.info(
+        "lake table %s: load %s committed %d rows in %d partition key(s) as snapshot %d in %.2f s",
+        tbl.name(),
+        load_id,
+        rows.num_rows,
+        len(keys),
+        snapshot.snapshot_id,
+        time.monotonic() - started,
+    )
+    return snapshot.snapshot_id

@@ -1,0 +1,257 @@
+"""The lake mode against real servers: Iceberg tables on Ceph RadosGW, the catalog in PostgreSQL.
+
+Each test gets a catalog database and a bucket of its own (one PostgreSQL for the module, the
+session's RadosGW). The billing loads go through `ingest_billing` as in the file mode; the
+file mode's own restatement and rollback tests run here again in the lake mode.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from athanor.ingest.billing import ingest_billing
+from athanor.settings import PROJECT_ROOT, Settings
+from athanor.warehouse import connect, lake
+from bench.lake_servers import lake_env
+from tests.support.postgres import Postgres, start_postgres
+from tests.support.rgw import RgwEndpoint
+from tests.unit import test_ingest
+from tests.unit.test_ingest import focus_rows, write
+
+pytestmark = pytest.mark.integration
+D = Decimal
+
+
+@pytest.fixture(scope="module")
+def catalog_server() -> Iterator[Postgres]:
+    server = start_postgres()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def lake_settings(
+    catalog_server: Postgres, rgw_endpoint: RgwEndpoint, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, str]:
+    """The lake mode's settings in os.environ, with a catalog database and a bucket of their own."""
+    name = "lake_" + secrets.token_hex(4)
+    catalog_server.create_database(name)
+    bucket = "athanor-" + name.replace("_", "-")
+    rgw_endpoint.client().create_bucket(Bucket=bucket)
+    env = lake_env(catalog_server.dsn(name), rgw_endpoint, bucket)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return env
+
+
+@pytest.fixture
+def con(lake_settings: dict[str, str], tmp_path: Path):
+    c = connect(tmp_path / "w.duckdb", memory_limit="512MB")
+    assert lake.attached(c)
+    yield c
+    c.close()
+
+
+def iceberg_table():
+    cfg = lake.config()
+    assert cfg is not None
+    return lake.table(cfg, "billing_facts")
+
+
+def by_account(con) -> list[tuple]:
+    return con.execute(
+        "select billing_account_id, count(*), sum(billed_cost) from billing_facts group by all order by 1"
+    ).fetchall()
+
+
+# The file mode's load tests, run again with the fact rows in the lake.
+@pytest.mark.parametrize(
+    "case",
+    [
+        test_ingest.test_unchanged_file_is_skipped,
+        test_ingest.test_restated_month_replaces_the_earlier_delivery,
+        test_ingest.test_failed_restatement_leaves_the_previous_version,
+        test_ingest.test_every_fact_traces_to_its_file_row_and_load,
+        test_ingest.test_mixed_currencies_are_kept_apart,
+    ],
+    ids=lambda case: case.__name__,
+)
+def test_file_mode_load_tests_hold_in_the_lake(case, con, tmp_path: Path) -> None:
+    case(con, tmp_path)
+    # Between loads the DuckDB table holds nothing: every row is in the lake.
+    assert con.execute(f"select count(*) from {lake.staging(con, 'billing_facts')}").fetchall() == [(0,)]
+
+
+def test_a_failure_after_the_insert_leaves_the_lake_as_it_was(con, tmp_path: Path, monkeypatch) -> None:
+    test_ingest.test_failure_rolls_back_after_the_insert(con, tmp_path, monkeypatch)
+    loaded = con.execute("select load_id from loads").fetchall()
+    tbl = iceberg_table()
+    assert [(s.summary["athanor.load_id"],) for s in tbl.snapshots()] == loaded  # the first load's only
+
+
+def test_restated_month_is_one_copy_on_write_commit_and_time_travel_reads_the_old_one(
+    con, tmp_path: Path
+) -> None:
+    ingest_billing(con, [write(tmp_path / "v1/a.csv", focus_rows("acct-a", "2026-10", ["1.00", "2.00"]))])
+    ingest_billing(con, [write(tmp_path / "v1/b.csv", focus_rows("acct-b", "2026-10", ["5.00"]))])
+    tbl = iceberg_table()
+    before, commits = tbl.current_snapshot().snapshot_id, len(tbl.metadata.metadata_log)
+    restated = ingest_billing(
+        con, [write(tmp_path / "v2/a.csv", focus_rows("acct-a", "2026-10", ["1.50", "2.50", "3.00"]))]
+    )
+    assert restated.replaced_rows == 2
+    tbl = tbl.refresh()
+    # One catalog commit: the metadata file advanced once (its delete and append snapshots together).
+    assert len(tbl.metadata.metadata_log) == commits + 1
+    summary = tbl.current_snapshot().summary
+    assert summary["athanor.load_id"] == restated.load_id
+    assert summary["total-delete-files"] == "0" and summary["total-position-deletes"] == "0"
+    # acct-a's October is one data file again; acct-b's file was not rewritten.
+    assert by_account(con) == [("acct-a", 3, D("7.00")), ("acct-b", 1, D("5.00"))]
+    assert len(lake.data_files(tbl)) == 2
+    spec = tbl.spec()
+    assert [f.name for f in spec.fields] == ["provider_name", "billing_account_id", "billing_period_start"]
+
+    old = lake.open_as_of(Settings.from_env(), {"billing_facts": before})
+    assert by_account(old) == [("acct-a", 2, D("3.00")), ("acct-b", 1, D("5.00"))]
+    old.close()
+
+    # The run records what it read; the same ids open the same figures later.
+    assert lake.record_snapshots(con, "run-1") == {"billing_facts": tbl.current_snapshot().snapshot_id}
+    assert lake.run_snapshots(con, "run-1") == {"billing_facts": tbl.current_snapshot().snapshot_id}
+
+
+SECOND_ENGINE = """
+import json, sys
+from pyiceberg.catalog.sql import SqlCatalog
+import os
+cat = SqlCatalog("athanor", uri=os.environ["ATHANOR_LAKE_CATALOG_URI"], **{"s3.endpoint": os.environ["ATHANOR_S3_ENDPOINT_URL"]})
+rows = cat.load_table(("athanor", "billing_facts")).scan(selected_fields=("billing_account_id", "billed_cost")).to_arrow()
+out = {}
+for account, cost in zip(rows["billing_account_id"].to_pylist(), rows["billed_cost"].to_pylist()):
+    n, total = out.get(account, (0, "0"))
+    from decimal import Decimal
+    out[account] = (n + 1, str(Decimal(total) + cost))
+print(json.dumps(out))
+"""
+
+
+def test_a_second_engine_in_a_fresh_process_gets_the_same_totals(con, tmp_path: Path) -> None:
+    ingest_billing(con, [write(tmp_path / "a.csv", focus_rows("acct-a", "2026-10", ["1.10", "2.20"]))])
+    ingest_billing(con, [write(tmp_path / "b.csv", focus_rows("acct-b", "2026-11", ["0.001", "4"]))])
+    out = subprocess.run([sys.executable, "-c", SECOND_ENGINE], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    import json
+
+    scanned = {k: (n, D(total)) for k, (n, total) in json.loads(out.stdout).items()}
+    assert scanned == {"acct-a": (2, D("3.30")), "acct-b": (2, D("4.001"))}
+    assert {a: (n, total) for a, n, total in by_account(con)} == scanned
+
+
+# A loader in a process of its own: its own DuckDB file (the ledger), the shared lake. The
+# commit is held at a gate: pyiceberg's commit waits for the file `gate` (and says so).
+LOADER = """
+import sys, time, logging
+from pathlib import Path
+logging.basicConfig(level=logging.INFO, format="%(name)s %(message)s")
+from pyiceberg.table import CreateTableTransaction, Transaction
+from athanor.ingest.billing import ingest_billing
+from athanor.warehouse import connect
+gate = Path(sys.argv[3])
+original = Transaction.commit_transaction
+def held(self):
+    if not isinstance(self, CreateTableTransaction):
+        print("at-commit", flush=True)
+        while not gate.exists():
+            time.sleep(0.05)
+    return original(self)
+Transaction.commit_transaction = held
+con = connect(sys.argv[1], memory_limit="512MB")
+result = ingest_billing(con, [Path(sys.argv[2])])
+print("loaded", result.load_id, flush=True)
+"""
+
+
+def _loader(db: Path, file: Path, gate: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", LOADER, str(db), str(file), str(gate)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=dict(os.environ),
+        cwd=PROJECT_ROOT,
+    )
+
+
+def _wait_for(proc: subprocess.Popen, word: str, timeout_s: float = 120) -> list[str]:
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            raise AssertionError(f"loader exited before {word!r}:\n{''.join(seen)[-3000:]}")
+        seen.append(line)
+        if line.startswith(word):
+            return seen
+    raise AssertionError(f"no {word!r} in {timeout_s} s:\n{''.join(seen)[-3000:]}")
+
+
+def test_a_load_killed_before_its_commit_leaves_the_previous_snapshot(con, tmp_path: Path) -> None:
+    ingest_billing(con, [write(tmp_path / "v1/a.csv", focus_rows("acct-a", "2026-10", ["1.00", "2.00"]))])
+    before = iceberg_table().current_snapshot().snapshot_id
+    con.close()  # the loader takes the DuckDB file
+
+    restated = write(tmp_path / "v2/a.csv", focus_rows("acct-a", "2026-10", ["7.00"]))
+    proc = _loader(tmp_path / "w.duckdb", restated, tmp_path / "never")
+    _wait_for(proc, "at-commit")  # its data files are written, the commit is next
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+
+    assert iceberg_table().current_snapshot().snapshot_id == before
+    again = connect(tmp_path / "w.duckdb", memory_limit="512MB")
+    assert by_account(again) == [("acct-a", 2, D("3.00"))]
+    assert again.execute("select count(*) from loads").fetchall() == [(1,)]
+    again.close()
+
+
+def test_loads_of_different_accounts_commit_concurrently(lake_settings, tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    files = {
+        account: write(tmp_path / account / "oct.csv", focus_rows(account, "2026-10", costs))
+        for account, costs in (("acct-a", ["1.00", "2.00"]), ("acct-b", ["10.00"]))
+    }
+    # Created first, so that both loaders race on their data commits, not on the table's creation.
+    connect(tmp_path / "setup.duckdb").close()
+    procs = {account: _loader(tmp_path / f"{account}.duckdb", file, gate) for account, file in files.items()}
+    for proc in procs.values():
+        _wait_for(proc, "at-commit")  # both read the same snapshot and wrote their files
+    gate.touch()
+    outputs = {}
+    for account, proc in procs.items():
+        out, _ = proc.communicate(timeout=120)
+        assert proc.returncode == 0, out
+        outputs[account] = out
+    # The second to commit found the table changed and committed again on the new snapshot:
+    # pyiceberg's own retry (it re-checks the partitions for conflicts), else commit_load's.
+    retried = [
+        account
+        for account, out in outputs.items()
+        if "Commit failed due to a concurrent update, retrying" in out or "reading it again, retry" in out
+    ]
+    assert len(retried) == 1, outputs
+
+    check = connect(tmp_path / "check.duckdb", memory_limit="512MB")
+    assert by_account(check) == [("acct-a", 2, D("3.00")), ("acct-b", 1, D("10.00"))]
+    check.close()
