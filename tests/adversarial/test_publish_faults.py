@@ -83,22 +83,25 @@ def test_a_full_disk_while_copying_the_snapshot_leaves_the_previous_pair_and_no_
     settings = published
     before = _state(settings)
     assert json.loads(before["latest"]["recommendations.json"])["summary"]["spend_usd"] == 100.0
+    parts_before = _tree(snapshot_module.parts_dir(settings.snapshot))
+    assert len(parts_before) == 1  # yesterday's one billing partition
     partial: list[Path] = []
 
-    def disk_fills_halfway(src: Path, dst: Path) -> None:
-        data = Path(src).read_bytes()
-        Path(dst).write_bytes(data[: len(data) // 2])
-        partial.append(Path(dst))
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(dst))
+    # Tonight's row changed the partition: its file is written again, and the disk fills.
+    def disk_fills_halfway(con, table, spec, values, path: Path) -> int:
+        Path(path).write_bytes(b"PAR1" + b"\0" * 4096)
+        partial.append(Path(path))
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
 
-    monkeypatch.setattr(snapshot_module, "copyfile", disk_fills_halfway)
+    monkeypatch.setattr(snapshot_module, "_write_parquet", disk_fills_halfway)
     with pytest.raises(OSError) as failure:
         flow.publish(_run(settings, "run-2"))
 
     assert failure.value.errno == errno.ENOSPC
-    assert partial and not partial[0].exists()  # the half-written copy is gone
+    assert partial and not partial[0].exists()  # the half-written file is gone
     assert _leftovers(settings.reports, settings.snapshot.parent) == []
     assert _state(settings) == before  # report and snapshot: both yesterday's
+    assert _tree(snapshot_module.parts_dir(settings.snapshot)) == parts_before
     assert json.loads((settings.reports / "latest" / "recommendations.json").read_text())["run_id"] == "run-1"
     assert _snapshot_rows(settings.snapshot) == (1, "100.000000000000")
 
@@ -147,19 +150,28 @@ def test_a_copy_left_by_a_killed_run_is_removed_by_the_next(published: Settings)
     assert _snapshot_rows(settings.snapshot) == (2, "350.000000000000")
 
 
-def test_a_snapshot_copy_is_staged_beside_and_removed_on_failure(tmp_path: Path) -> None:
+def test_a_snapshot_copy_is_staged_beside_and_removed_on_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     warehouse = tmp_path / "wh.duckdb"
+    _bill(warehouse, 1, "100.00")
     con = connect(warehouse)
     try:
         snapshot = tmp_path / "snap" / "wh-snapshot.duckdb"
         staged = snapshot_module.stage_snapshot(con, warehouse, snapshot)
         assert staged.parent == snapshot.parent and staged.name.endswith(".tmp")
-        assert staged.read_bytes() == warehouse.read_bytes()
+        assert _snapshot_rows(staged) == (1, "100.000000000000")
         assert not snapshot.exists()  # only the caller's rename publishes it
         staged.unlink()
-        # The warehouse vanished under us: the copy fails, nothing is left behind.
-        with pytest.raises(FileNotFoundError):
-            snapshot_module.stage_snapshot(con, tmp_path / "missing.duckdb", snapshot)
-        assert list(snapshot.parent.iterdir()) == []
+
+        # Building the small file fails after the partition's Parquet file was written:
+        # neither the file nor the temporary snapshot is left behind.
+        def fails(*args: object) -> None:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+        monkeypatch.setattr(snapshot_module, "_fact_view", fails)
+        with pytest.raises(OSError):
+            snapshot_module.stage_snapshot(con, warehouse, snapshot)
+        assert sorted(p.name for p in snapshot.parent.rglob("*") if p.is_file()) == []
     finally:
         con.close()

@@ -199,6 +199,12 @@ ATTACKS = [
     (
         "explain analyze runs the delete",
         "explain analyze delete from billing_facts",
+        # In the snapshot billing_facts is a view over its Parquet files (athanor.warehouse.snapshots).
+        "athanor query is read-only (Binder Error: Can only delete from base table)",
+    ),
+    (
+        "explain analyze runs the delete of a copied table",
+        "explain analyze delete from loads",
         'athanor query is read-only (Invalid Input Error: Cannot execute statement of type "EXPLAIN" on database '
         '"athanor-snapshot" which is attached in read-only mode!)',
     ),
@@ -242,7 +248,8 @@ SESSION_REFUSES = [
     ("set lock_configuration = false", duckdb.InvalidInputException),
     ("set allowed_directories = ['/etc']", duckdb.InvalidInputException),
     ("create table t as select 1", duckdb.InvalidInputException),
-    ("delete from billing_facts", duckdb.InvalidInputException),
+    ("delete from billing_facts", duckdb.BinderException),  # a view over Parquet files in the snapshot
+    ("delete from loads", duckdb.InvalidInputException),
 ]
 
 

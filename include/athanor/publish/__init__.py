@@ -26,7 +26,7 @@ from athanor.publish.artifacts import (
 )
 from athanor.publish.data import ReportData, load_report_data
 from athanor.publish.render import render_html
-from athanor.warehouse import stage_snapshot
+from athanor.warehouse import snapshots
 
 __all__ = [
     "ReportData",
@@ -174,14 +174,16 @@ def build_report(
         if snapshot is not None and warehouse is not None:
             if before_snapshot is not None:
                 before_snapshot()
-            staged_snapshot = stage_snapshot(con, Path(warehouse), Path(snapshot))
-            swaps.append((staged_snapshot, Path(snapshot)))
+            staged_snapshot = snapshots.stage(con, Path(snapshot))
+            swaps.append((staged_snapshot.path, Path(snapshot)))
         _swap_all(swaps)
+        if staged_snapshot is not None:
+            staged_snapshot.remove_unreferenced()
     finally:
         shutil.rmtree(staged, ignore_errors=True)
         shutil.rmtree(staged_latest, ignore_errors=True)
         if staged_snapshot is not None:
-            staged_snapshot.unlink(missing_ok=True)
+            staged_snapshot.discard()
     return ReportPaths(
         dated_dir=dated,
         latest_dir=latest,

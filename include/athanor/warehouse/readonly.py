@@ -8,7 +8,8 @@
 2. The session itself cannot reach anything else: the file is opened read-only, DuckDB's
    external access is off (no COPY, EXPORT, ATTACH of other files, `read_csv`/`read_text`/
    `glob` of local files, no http, no extension install or load) and the configuration is
-   locked, so no later `SET` or `PRAGMA` can turn any of that back on.
+   locked, so no later `SET` or `PRAGMA` can turn any of that back on. The one exception is
+   the snapshot's own Parquet folder, which its fact tables' views read (`snapshots`).
 
 The second lock alone would suffice; the first names the refused statement in plain words
 and keeps the guarantee if a future DuckDB lets something new through the settings.
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import duckdb
 
-from athanor.warehouse.snapshots import open_snapshot
+from athanor.warehouse.snapshots import manifest_dirs, open_snapshot
 
 # The statement kinds `athanor query` runs. SELECT covers WITH, FROM-first queries, VALUES,
 # TABLE, DESCRIBE, SHOW and SUMMARIZE; PRAGMA and CALL the catalog functions
@@ -65,6 +66,10 @@ def open_readonly(
         con.execute(f"set memory_limit = '{memory_limit}'")
         con.execute(f"set threads = {int(threads)}")
         con.execute("set TimeZone = 'UTC'")
+        # Before external access goes off: afterwards DuckDB refuses to widen what it allows.
+        folders = [folder.rstrip("/") + "/" for folder in manifest_dirs(con)] if snapshot else []
+        if folders:
+            con.execute("set allowed_directories = ?", [folders])
         for name, value in LOCKDOWN:
             con.execute(f"set {name} = {value}")
     except BaseException:
@@ -123,6 +128,12 @@ def run_readonly(con: duckdb.DuckDBPyConnection, text: str) -> tuple[list[str], 
         if "configuration has been locked" in message:
             raise QueryRefused(f"athanor query cannot change settings ({message})") from None
         if "read-only mode" in message:
+            raise QueryRefused(f"athanor query is read-only ({message})") from None
+        raise
+    except duckdb.BinderException as exc:
+        message = _first_line(exc)
+        # The snapshot's fact tables are views over Parquet files: a write to one fails to bind.
+        if "base table" in message:
             raise QueryRefused(f"athanor query is read-only ({message})") from None
         raise
     columns = [d[0] for d in cur.description or []]

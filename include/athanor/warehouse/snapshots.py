@@ -1,39 +1,536 @@
-"""The analysts' read-only copy of the warehouse: published atomically, opened safely."""
+"""The analysts' read-only snapshot of the warehouse: published atomically, opened safely, and
+costing what changed since the last one, not the size of the history.
+
+What a snapshot `S` (default `warehouse/athanor-snapshot.duckdb`) is:
+
+- `S` itself, a small DuckDB file: a copy of every small table, the warehouse's views and
+  macros, and for each large fact table (`PARTITIONED`) a view of the same name, columns and
+  types over Parquet files. Its schema `athanor_snapshot` is the manifest: which file holds
+  which partition, with its row count.
+- `S.parts/<table>/<generation>-<n>.parquet` (`S` without its suffix, plus `.parts`): one
+  immutable file per partition of a fact table, e.g. the rows one load wrote for one billing
+  account and month. Loads only insert rows under their own `load_id` and delete rows of
+  earlier loads; they never update one. So a partition either keeps its rows or loses some,
+  and its row count says which.
+
+A publish counts the rows of the partitions that the loads since the last snapshot could have
+touched (a billing load restates only its own accounts and months), writes only partitions it
+has not written before, copies the small tables into a new small file and renames that over
+`S`. Readers therefore always open a whole snapshot through one path, never the writer's lock.
+Files no longer referenced are removed once the new snapshot is in place, except those of the
+generation before it, which a reader that opened it a moment ago may still be reading. Runs
+that were killed leave a temporary file and unreferenced Parquet files; the next publish
+removes both. The view's file list holds absolute paths: the snapshot is read where it was
+written (or under the same path).
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
 import os
 import re
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
 from pathlib import Path
-from shutil import copyfile
 
 import duckdb
 
+logger = logging.getLogger(__name__)
 
-def stage_snapshot(con: duckdb.DuckDBPyConnection, warehouse: Path, snapshot: Path) -> Path:
-    """Copy the warehouse beside `snapshot` under a temporary name, for the caller to rename.
+MANIFEST_SCHEMA = "athanor_snapshot"
+_STAGED = "athanor_snapshot_staged"  # the new snapshot, attached to the writer's connection
+_PREVIOUS = "athanor_snapshot_previous"  # the current one, attached read-only to read its manifest
+_NEW_LOADS = "_athanor_snapshot_new_loads"
+_TOUCHED = "_athanor_snapshot_touched"
 
-    On any failure (a full disk above all) the partial copy is removed before the error
-    goes up: left behind, it would keep the disk full and fail the next run at connect.
-    Copies left by runs that were killed are removed first, for the same reason.
+
+@dataclass(frozen=True)
+class Partitioning:
+    """How a large table is cut into immutable files.
+
+    `keys` are (name, SQL expression) pairs, `load_id` first. `touched` selects the values of
+    the other keys whose partitions the new loads (in `{new_loads}`) may have changed, from the
+    warehouse's table `{table}`; None: any partition may have changed, all are counted again.
     """
-    con.execute("checkpoint")
+
+    table: str
+    keys: tuple[tuple[str, str], ...]
+    touched: str | None
+
+
+# The tables that grow with history. Small tables (the ledger, marts, recommendations) are copied.
+PARTITIONED: tuple[Partitioning, ...] = (
+    # A billing load deletes what earlier loads hold for the (account, period) pairs it
+    # delivers (sql/ingest/delete_restated.sql): those partitions go whole.
+    Partitioning(
+        "billing_facts",
+        (
+            ("load_id", "load_id"),
+            ("billing_account_id", "billing_account_id"),
+            ("billing_period_start", "billing_period_start"),
+        ),
+        "select distinct billing_account_id, billing_period_start from {table} "
+        "where load_id in (select load_id from {new_loads})",
+    ),
+    # A job reported again leaves whichever earlier load reported it: every load is counted.
+    Partitioning("job_run_facts", (("load_id", "load_id"),), None),
+    # An inventory replaces its bucket's previous inventory.
+    Partitioning(
+        "storage_objects",
+        (("load_id", "load_id"), ("bucket", "bucket")),
+        "select distinct bucket from {table} where load_id in (select load_id from {new_loads})",
+    ),
+    # A telemetry load replaces, per GPU, the samples between its first and last one
+    # (sql/ingest/telemetry_replace.sql): only days inside the new loads' span move.
+    Partitioning(
+        "gpu_samples",
+        (("load_id", "load_id"), ("sample_day", "cast(sampled_at as date)")),
+        "select distinct cast(unnest(generate_series(cast(cast(min(sampled_at) as date) as timestamp), "
+        "cast(cast(max(sampled_at) as date) as timestamp), interval 1 day)) as date) "
+        "from {table} where load_id in (select load_id from {new_loads})",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One Parquet file of a snapshot: the partition it holds and its row count."""
+
+    table: str
+    key: str  # the partition's key values, JSON
+    rows: int
+    columns: str  # digest of the table's column names and types when written
+    file: str  # absolute path
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """What the current snapshot references (empty: none yet, or a full copy made before)."""
+
+    parts: dict[tuple[str, str], Part] = field(default_factory=dict)
+    retained: frozenset[str] = frozenset()  # the files of the generation before it
+    loads_seen: frozenset[str] = frozenset()  # the ledger as it stood (load, status, end)
+
+    @property
+    def files(self) -> frozenset[str]:
+        return frozenset(p.file for p in self.parts.values())
+
+
+@dataclass
+class StagedSnapshot:
+    """A new snapshot written beside the current one, for the caller to rename into place."""
+
+    path: Path  # the small DuckDB file, under a temporary name
+    target: Path
+    keep: frozenset[str]  # Parquet files the new snapshot and the current one reference
+    written: list[Path] = field(default_factory=list)  # Parquet files this publish wrote
+    kept: int = 0  # partitions reused from earlier snapshots
+    rows_written: int = 0
+    tables_copied: int = 0
+    rows_copied: int = 0
+
+    inode: int | None = None  # of the small file, once written
+
+    def discard(self) -> None:
+        """Remove what this staging wrote, unless its file is in place as the snapshot."""
+        try:
+            published = self.inode is not None and os.stat(self.target).st_ino == self.inode
+        except FileNotFoundError:
+            published = False
+        if published:
+            return
+        _remove_file(self.path)
+        for path in self.written:
+            path.unlink(missing_ok=True)
+
+    def remove_unreferenced(self) -> list[Path]:
+        """Once `path` is in place: remove the Parquet files neither it nor its predecessor uses."""
+        return remove_unreferenced(self.target, self.keep)
+
+
+def parts_dir(snapshot: Path) -> Path:
+    """Where a snapshot's Parquet files live: beside it, named after it."""
+    return snapshot.with_name(f"{snapshot.stem}.parts")
+
+
+def stage(con: duckdb.DuckDBPyConnection, snapshot: Path) -> StagedSnapshot:
+    """Write a new snapshot of the warehouse `con` has open beside `snapshot`, under a temporary
+    name: the Parquet files of partitions not written before, then the small file.
+
+    On any failure (a full disk above all) what this call wrote is removed before the error
+    goes up. Copies and files left by runs that were killed are removed first.
+    """
+    started = time.perf_counter()
+    snapshot = Path(snapshot).absolute()
     snapshot.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_copies(snapshot)
-    tmp = snapshot.with_name(f".{snapshot.name}.{os.getpid()}.tmp")
+    previous = read_manifest(con, snapshot)
+    if previous is None:  # unreadable: nothing of it is reused, and nothing is removed on its word
+        previous = Manifest()
+    else:
+        remove_unreferenced(snapshot, previous.files | previous.retained)
+    staged = StagedSnapshot(
+        path=snapshot.with_name(f".{snapshot.name}.{os.getpid()}.tmp"),
+        target=snapshot,
+        keep=previous.files,
+    )
     try:
-        copyfile(warehouse, tmp)
+        database = con.execute("select current_database()").fetchone()[0]
+        loads = _ledger(con, database)
+        new_loads = sorted({entry.split("|", 1)[0] for entry in loads - previous.loads_seen})
+        generation = f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        parts: list[Part] = []
+        for spec in PARTITIONED:
+            if _base_table(con, database, spec.table):
+                parts += _table_parts(con, database, spec, previous, new_loads, snapshot, generation, staged)
+        for path in staged.written:
+            _fsync(path)
+        for folder in {path.parent for path in staged.written}:
+            _fsync(folder)
+        staged.keep = frozenset(staged.keep | {p.file for p in parts})
+        _write_small_file(con, database, staged, parts, previous.files, loads)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        staged.discard()
         raise
-    return tmp
+    logger.info(
+        "snapshot: wrote %d Parquet files (%s rows), kept %d partitions, copied %d tables (%s rows) "
+        "to %s in %.1f s",
+        len(staged.written),
+        f"{staged.rows_written:,}",
+        staged.kept,
+        staged.tables_copied,
+        f"{staged.rows_copied:,}",
+        staged.path.name,
+        time.perf_counter() - started,
+    )
+    return staged
+
+
+def stage_snapshot(con: duckdb.DuckDBPyConnection, warehouse: Path, snapshot: Path) -> Path:
+    """`stage`, for callers that rename the file themselves; unreferenced files then go at the
+    next publish. `warehouse` is the file `con` has open (kept for callers; `con` is what is read)."""
+    del warehouse
+    return stage(con, snapshot).path
+
+
+def publish_snapshot(con: duckdb.DuckDBPyConnection, warehouse: Path, snapshot: Path) -> Path:
+    """Publish a read-only snapshot for analysts: stage it beside, then rename over the old one.
+
+    A rename is atomic on one filesystem, so the path always names a whole snapshot,
+    never a half-written file, and never the writer's lock. Readers should open it with
+    `open_snapshot`, which also survives a rename landing in the middle of DuckDB's open.
+    The report publishes the snapshot together with itself (`athanor.publish.build_report`).
+    """
+    del warehouse
+    staged = stage(con, snapshot)
+    try:
+        os.replace(staged.path, staged.target)
+    except BaseException:
+        staged.discard()
+        raise
+    staged.remove_unreferenced()
+    return Path(snapshot)
+
+
+def read_manifest(con: duckdb.DuckDBPyConnection, snapshot: Path) -> Manifest | None:
+    """The current snapshot's manifest, read by attaching it read-only to `con` (None: unreadable)."""
+    if not snapshot.exists():
+        return Manifest()
+    try:
+        con.execute(f"attach {_literal(str(snapshot))} as {_PREVIOUS} (read_only)")
+    except duckdb.Error as exc:  # not a DuckDB file: nothing of it can be reused
+        logger.warning("snapshot: %s is unreadable (%s); writing every partition", snapshot, exc)
+        return None
+    try:
+        tables = {
+            r[0]
+            for r in con.execute(
+                "select table_name from duckdb_tables() where database_name = ? and schema_name = ?",
+                [_PREVIOUS, MANIFEST_SCHEMA],
+            ).fetchall()
+        }
+        if "partitions" not in tables:
+            return Manifest()
+        prefix = f"{_PREVIOUS}.{MANIFEST_SCHEMA}"
+        parts = {
+            (table, key): Part(table, key, rows, columns, file)
+            for table, key, rows, columns, file in con.execute(
+                f"select table_name, partition_key, row_count, columns, file from {prefix}.partitions"
+            ).fetchall()
+        }
+        retained = frozenset(r[0] for r in con.execute(f"select file from {prefix}.retained").fetchall())
+        seen = frozenset(r[0] for r in con.execute(f"select entry from {prefix}.loads_seen").fetchall())
+        return Manifest(parts=parts, retained=retained, loads_seen=seen)
+    finally:
+        con.execute(f"detach {_PREVIOUS}")
+
+
+def remove_unreferenced(snapshot: Path, keep: Iterable[str]) -> list[Path]:
+    """Remove every Parquet file under the snapshot's parts folder that is not in `keep`.
+
+    Files are matched by name, which names their generation uniquely, so the same folder
+    reached through another path (a symlink, a relative path) keeps what it should.
+    """
+    folder = parts_dir(Path(snapshot).absolute())
+    if not folder.is_dir():
+        return []
+    names = {Path(f).name for f in keep}
+    removed = [path for path in folder.rglob("*.parquet") if path.name not in names]
+    for path in removed:
+        path.unlink(missing_ok=True)
+    if removed:
+        logger.info("snapshot: removed %d Parquet files no snapshot references", len(removed))
+    return removed
+
+
+def _table_parts(
+    con: duckdb.DuckDBPyConnection,
+    database: str,
+    spec: Partitioning,
+    previous: Manifest,
+    new_loads: list[str],
+    snapshot: Path,
+    generation: str,
+    staged: StagedSnapshot,
+) -> list[Part]:
+    """The table's partitions now, each with its file: reused where written before, else written."""
+    table = f"{_ident(database)}.main.{_ident(spec.table)}"
+    described = con.execute(
+        "select column_name, data_type from duckdb_columns() "
+        "where database_name = ? and schema_name = 'main' and table_name = ? order by column_index",
+        [database, spec.table],
+    ).fetchall()
+    # A column added or retyped (a migration) makes every file of the table stale.
+    columns = hashlib.sha256(json.dumps(described).encode()).hexdigest()[:16]
+    total = con.execute(f"select count(*) from {table}").fetchone()[0]
+    before = {key: p for (name, key), p in previous.parts.items() if name == spec.table}
+    reusable = bool(before) and all(p.columns == columns for p in before.values())
+    counts = _counts(con, table, spec, before if reusable else {}, new_loads, total)
+    folder = parts_dir(snapshot) / spec.table
+    parts = []
+    for key, (values, rows) in sorted(counts.items()):
+        old = before.get(key)
+        if old is not None and old.rows == rows and old.columns == columns and Path(old.file).exists():
+            parts.append(old)
+            staged.kept += 1
+            continue
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{generation}-{len(staged.written):05d}.parquet"
+        staged.written.append(path)
+        written = _write_parquet(con, table, spec, values, path)
+        if written != rows:
+            raise RuntimeError(
+                f"snapshot: partition {key} of {spec.table} wrote {written} rows, counted {rows}"
+            )
+        staged.rows_written += written
+        parts.append(Part(spec.table, key, rows, columns, str(path)))
+    return parts
+
+
+def _counts(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    spec: Partitioning,
+    before: dict[str, Part],
+    new_loads: list[str],
+    total: int,
+) -> dict[str, tuple[tuple, int]]:
+    """Each partition's key (JSON) -> (key values, rows), counting only what may have changed."""
+    keys = ", ".join(f"{expr} as {_ident(name)}" for name, expr in spec.keys)
+    count_sql = f"select {keys}, count(*) from {table} {{where}} group by all"
+    # A key's values come back from JSON as text; DuckDB casts them to the columns' types.
+    unchanged = {key: (tuple(json.loads(key)), p.rows) for key, p in before.items()}
+    if before and not new_loads and sum(p.rows for p in before.values()) == total:
+        return unchanged
+    if before and spec.touched is not None:
+        con.execute(f"create or replace temp table {_NEW_LOADS} (load_id varchar)")
+        if new_loads:
+            con.executemany(f"insert into {_NEW_LOADS} values (?)", [[load] for load in new_loads])
+        con.execute(
+            f"create or replace temp table {_TOUCHED} as "
+            + spec.touched.format(table=table, new_loads=_NEW_LOADS)
+        )
+        touched = {_key(row) for row in con.execute(f"select * from {_TOUCHED}").fetchall()}
+        others = ", ".join(expr for _, expr in spec.keys[1:])
+        where = f"where ({others}) in (select * from {_TOUCHED})"
+        fresh = {_key(r[:-1]): (r[:-1], r[-1]) for r in con.execute(count_sql.format(where=where)).fetchall()}
+        con.execute(f"drop table {_TOUCHED}")
+        con.execute(f"drop table {_NEW_LOADS}")
+        counts = {k: v for k, v in unchanged.items() if _key(json.loads(k)[1:]) not in touched} | fresh
+        if sum(rows for _, rows in counts.values()) == total:
+            return counts
+        # Rows went or came outside what the loads could touch: count every partition.
+        logger.warning("snapshot: %s changed outside the new loads' partitions; counting all", spec.table)
+    return {_key(r[:-1]): (r[:-1], r[-1]) for r in con.execute(count_sql.format(where="")).fetchall()}
+
+
+def _write_parquet(
+    con: duckdb.DuckDBPyConnection, table: str, spec: Partitioning, values: tuple, path: Path
+) -> int:
+    """Write one partition's rows to `path`; returns how many were written."""
+    conditions, params = [], []
+    for (_, expr), value in zip(spec.keys, values, strict=True):
+        if value is None:
+            conditions.append(f"({expr}) is null")
+        else:
+            conditions.append(f"({expr}) = ?")
+            params.append(value)
+    query = f"select * from {table} where {' and '.join(conditions)}"
+    return con.execute(f"copy ({query}) to {_literal(str(path))} (format parquet)", params).fetchone()[0]
+
+
+def _write_small_file(
+    con: duckdb.DuckDBPyConnection,
+    database: str,
+    staged: StagedSnapshot,
+    parts: list[Part],
+    previous_files: frozenset[str],
+    loads: frozenset[str],
+) -> None:
+    """The new small file: the warehouse's schema and small tables, views over the parts, the manifest."""
+    _remove_file(staged.path)
+    con.execute(f"attach {_literal(str(staged.path))} as {_STAGED}")
+    try:
+        con.execute(f"copy from database {_ident(database)} to {_STAGED} (schema)")
+        by_table: dict[str, list[Part]] = {}
+        for part in parts:
+            by_table.setdefault(part.table, []).append(part)
+        for schema, name in con.execute(
+            "select schema_name, table_name from duckdb_tables() where database_name = ? and not internal "
+            "order by all",
+            [database],
+        ).fetchall():
+            if schema == "main" and name in by_table:
+                _fact_view(con, database, name, sorted(p.file for p in by_table[name]))
+                continue
+            target = f"{_STAGED}.{_ident(schema)}.{_ident(name)}"
+            source = f"{_ident(database)}.{_ident(schema)}.{_ident(name)}"
+            staged.rows_copied += con.execute(f"insert into {target} select * from {source}").fetchone()[0]
+            staged.tables_copied += 1
+        _write_manifest(con, parts, previous_files, loads)
+    finally:
+        con.execute(f"detach {_STAGED}")
+    for leftover in (staged.path.with_name(staged.path.name + ".wal"),):
+        leftover.unlink(missing_ok=True)
+    _fsync(staged.path)
+    staged.inode = os.stat(staged.path).st_ino
+
+
+def _fact_view(con: duckdb.DuckDBPyConnection, database: str, name: str, files: list[str]) -> None:
+    """Replace the staged copy's empty table `name` by a view over `files` with its columns and types."""
+    columns = con.execute(
+        "select column_name, data_type, comment from duckdb_columns() "
+        "where database_name = ? and schema_name = 'main' and table_name = ? order by column_index",
+        [database, name],
+    ).fetchall()
+    comment = con.execute(
+        "select comment from duckdb_tables() where database_name = ? and schema_name = 'main' and table_name = ?",
+        [database, name],
+    ).fetchone()[0]
+    target = f"{_STAGED}.main.{_ident(name)}"
+    # Parquet has no MAP of every key type nor DuckDB's exact decimals and timestamps for every
+    # writer: the casts give the live table's types back (a cast to the same type costs nothing).
+    select = ", ".join(f"cast({_ident(c)} as {t}) as {_ident(c)}" for c, t, _ in columns)
+    listing = ", ".join(_literal(f) for f in files)
+    con.execute(f"drop table {target}")
+    con.execute(f"create view {target} as select {select} from read_parquet([{listing}])")
+    if comment:
+        con.execute(f"comment on view {target} is {_literal(comment)}")
+    for column, _, text in columns:
+        if text:
+            con.execute(f"comment on column {target}.{_ident(column)} is {_literal(text)}")
+
+
+def _write_manifest(
+    con: duckdb.DuckDBPyConnection, parts: list[Part], previous_files: frozenset[str], loads: frozenset[str]
+) -> None:
+    prefix = f"{_STAGED}.{MANIFEST_SCHEMA}"
+    con.execute(f"create schema {prefix}")
+    con.execute(
+        f"""create table {prefix}.partitions (table_name varchar, partition_key varchar,
+            row_count bigint, columns varchar, file varchar)"""
+    )
+    con.execute(f"create table {prefix}.retained (file varchar)")
+    con.execute(f"create table {prefix}.loads_seen (entry varchar)")
+    con.execute(
+        f"comment on table {prefix}.partitions is "
+        + _literal("The Parquet files the fact tables' views read: one per partition, with its row count.")
+    )
+    if parts:
+        con.executemany(
+            f"insert into {prefix}.partitions values (?, ?, ?, ?, ?)",
+            [[p.table, p.key, p.rows, p.columns, p.file] for p in parts],
+        )
+    if previous_files:
+        con.executemany(f"insert into {prefix}.retained values (?)", [[f] for f in sorted(previous_files)])
+    if loads:
+        con.executemany(f"insert into {prefix}.loads_seen values (?)", [[e] for e in sorted(loads)])
+
+
+def _ledger(con: duckdb.DuckDBPyConnection, database: str) -> frozenset[str]:
+    """Every delivery in the ledger with its status and end: a new or re-run load changes its entry."""
+    if not _base_table(con, database, "loads"):
+        return frozenset()
+    rows = con.execute(
+        f"select load_id, status, cast(finished_at as varchar) from {_ident(database)}.main.loads"
+    ).fetchall()
+    return frozenset(f"{load}|{status}|{finished or ''}" for load, status, finished in rows)
+
+
+def _base_table(con: duckdb.DuckDBPyConnection, database: str, name: str) -> bool:
+    return bool(
+        con.execute(
+            "select count(*) from duckdb_tables() where database_name = ? and schema_name = 'main' "
+            "and table_name = ?",
+            [database, name],
+        ).fetchone()[0]
+    )
+
+
+def _key(values: Iterable[object]) -> str:
+    return json.dumps([_text(v) for v in values])
+
+
+def _text(value: object) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    return str(value)
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _fsync(path: Path) -> None:
+    """Make a written file (or a folder's new entries) durable before the rename publishes it."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _remove_file(path: Path) -> None:
+    path.unlink(missing_ok=True)
+    path.with_name(path.name + ".wal").unlink(missing_ok=True)
 
 
 def remove_stale_copies(snapshot: Path) -> list[Path]:
-    """Remove temporary copies of `snapshot` whose process is gone; returns what was removed."""
-    pattern = re.compile(rf"\.{re.escape(snapshot.name)}\.(\d+)\.tmp")
+    """Remove temporary files of `snapshot` whose process is gone; returns what was removed."""
+    pattern = re.compile(rf"\.{re.escape(snapshot.name)}\.(\d+)\.tmp(\.wal)?")
     removed = []
-    for path in snapshot.parent.glob(f".{snapshot.name}.*.tmp"):
+    for path in snapshot.parent.glob(f".{snapshot.name}.*.tmp*"):
         found = pattern.fullmatch(path.name)
         if found and not _alive(int(found[1])):
             path.unlink(missing_ok=True)
@@ -43,7 +540,7 @@ def remove_stale_copies(snapshot: Path) -> list[Path]:
 
 def _alive(pid: int) -> bool:
     if pid == os.getpid():
-        return False  # this process is not copying yet: a copy with its number is a leftover
+        return False  # this process is not staging yet: a file with its number is a leftover
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -53,21 +550,17 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def publish_snapshot(con: duckdb.DuckDBPyConnection, warehouse: Path, snapshot: Path) -> Path:
-    """Publish a read-only copy for analysts: write it beside, then rename over the old one.
-
-    A rename is atomic on one filesystem, so the path always names a whole snapshot,
-    never a half-written file, and never the writer's lock. Readers should open it with
-    `open_snapshot`, which also survives a rename landing in the middle of DuckDB's open.
-    The report publishes the snapshot together with itself (`athanor.publish.build_report`).
-    """
-    tmp = stage_snapshot(con, warehouse, snapshot)
-    try:
-        os.replace(tmp, snapshot)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return snapshot
+def manifest_dirs(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The folders an open snapshot's views read Parquet files from (none for a full copy)."""
+    found = con.execute(
+        "select count(*) from duckdb_tables() where schema_name = ? and table_name = 'partitions' "
+        "and database_name = current_database()",
+        [MANIFEST_SCHEMA],
+    ).fetchone()[0]
+    if not found:
+        return []
+    files = con.execute(f"select distinct file from {MANIFEST_SCHEMA}.partitions").fetchall()
+    return sorted({str(Path(f).parent) for (f,) in files})
 
 
 def open_snapshot(path: Path | str, *, attempts: int = 20) -> duckdb.DuckDBPyConnection:
