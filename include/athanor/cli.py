@@ -108,6 +108,10 @@ def _cmd_query(args: argparse.Namespace, settings: Settings) -> int:
         )
         return 1
     try:
+        from athanor.warehouse import lake
+
+        # The lake mode: billing_facts as the snapshot ids the published run read (or --lake-snapshot).
+        lake.attach_for_query(con, settings, args.lake_snapshot, published=snapshot)
         columns, rows = run_readonly(con, args.sql)
     finally:
         con.close()
@@ -502,6 +506,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("query", help="run read-only SQL on the analysts' snapshot of the warehouse")
     p.add_argument("sql", help="SELECT, EXPLAIN, PRAGMA or CALL statements (see the README)")
     p.add_argument("--live", action="store_true", help="read the warehouse itself, not the snapshot")
+    p.add_argument(
+        "--lake-snapshot",
+        type=int,
+        help="lake mode: read billing_facts as of this Iceberg snapshot id (default: the published run's)",
+    )
     p.add_argument("--warehouse", help="read this DuckDB file itself (read-only)")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.add_argument(

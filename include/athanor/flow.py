@@ -51,11 +51,16 @@ class RunContext:
         if self.held is not None:
             con = self.held.cursor()
             configure(con, memory_limit=s.duckdb_memory_limit, threads=s.duckdb_threads)
-            lake.attach(con, lake.LakeConfig.from_settings(s))  # a cursor sees no temp views of its parent
-            return con
-        return connect(
-            s.warehouse, memory_limit=s.duckdb_memory_limit, threads=s.duckdb_threads, wait_s=s.writer_wait_s
-        )
+        else:
+            con = connect(
+                s.warehouse,
+                memory_limit=s.duckdb_memory_limit,
+                threads=s.duckdb_threads,
+                wait_s=s.writer_wait_s,
+            )
+        # The lake mode: the stages after `validate` read the snapshots it recorded for the run.
+        lake.attach_for_run(con, lake.LakeConfig.from_settings(s), self.run_id)
+        return con
 
     @property
     def dry_run(self) -> bool:
@@ -190,6 +195,7 @@ def validate(run: RunContext, loaded: dict) -> dict:
                        where stage = 'publish' and status = 'success' and (?::date is null or as_of = ?::date))""",
             [run.as_of, run.as_of],
         ).fetchone()
+        snapshots = lake.record_snapshots(con, run.run_id, lake.LakeConfig.from_settings(run.settings))
     finally:
         con.close()
     if unreconciled:
@@ -202,6 +208,8 @@ def validate(run: RunContext, loaded: dict) -> dict:
         "warnings": sum(failed for severity, failed, _ in rules if severity == "warn"),
         "loaded": len(loaded.get("loaded", [])),
     }
+    if snapshots:
+        summary["lake_snapshots"] = snapshots  # the run's read-only view: lake.open_as_of
     day = run.as_of.isoformat() if run.as_of else None
     if last_load is None:
         summary |= {"asset_event": None, "not_emitted": "the warehouse holds no delivery yet"}
@@ -247,7 +255,7 @@ def fit_durations(run: RunContext) -> dict:
         if frame.empty:
             return {"groups": 0}
         # The steps Airflow spreads over workers (fan_out below), here in one process.
-        records = {label: fits.fit(frame, group_by, label) for label in fits.plan(frame, group_by)}
+        records = fits.fit_all(con, run.run_id, frame, group_by)
         return fits.store(con, run.run_id, as_of, fits.assemble(frame, group_by, records))
     finally:
         con.close()
@@ -262,13 +270,15 @@ def plan_fits(run: RunContext) -> dict:
     con = run.connect()
     try:
         frame = fits.read_jobs(con, run.as_of)
+        # Groups whose jobs are those of their stored fit need no task: their records ride along.
+        reused = fits.reusable(con, frame, group_by) if len(frame) else {}
     finally:
         con.close()
-    labels = fits.plan(frame, group_by) if len(frame) else []
-    if labels:
+    labels = [label for label in fits.plan(frame, group_by) if label not in reused] if len(frame) else []
+    if labels or reused:
         fits.save_jobs(frame, folder)
     logger.info("fit_durations: %d groups to fit: %s", len(labels), ", ".join(labels) or "none")
-    return {"items": labels, "folder": str(folder), "group_by": group_by}
+    return {"items": labels, "folder": str(folder), "group_by": group_by, "reused": reused}
 
 
 def fit_group(run: RunContext, planned: dict, label: str) -> dict:
@@ -282,15 +292,17 @@ def store_fits(run: RunContext, planned: dict, records: list[dict]) -> dict:
     """Store the fits of `plan_fits`' groups (small groups borrow), flag drift."""
     from athanor.model import nightly as fits
 
-    if not planned["items"]:
+    reused = planned.get("reused") or {}
+    if not planned["items"] and not reused:
         return {"groups": 0}
     folder = Path(planned["folder"])
     frame = fits.load_jobs(folder)
     con = run.connect()
     try:
         as_of = _as_of(run, con)
-        by_label = {r["group"]: r for r in records}
+        by_label = {r["group"]: r for r in records} | reused
         summary = fits.store(con, run.run_id, as_of, fits.assemble(frame, planned["group_by"], by_label))
+        fits.remember(con, run.run_id, frame, planned["group_by"], by_label, list(reused))
     finally:
         con.close()
     fits.drop_jobs(folder)

@@ -129,7 +129,8 @@ def test_restated_month_is_one_copy_on_write_commit_and_time_travel_reads_the_ol
     old.close()
 
     # The run records what it read; the same ids open the same figures later.
-    assert lake.record_snapshots(con, "run-1") == {"billing_facts": tbl.current_snapshot().snapshot_id}
+    recorded = lake.record_snapshots(con, "run-1", lake.config())
+    assert recorded == {"billing_facts": tbl.current_snapshot().snapshot_id}
     assert lake.run_snapshots(con, "run-1") == {"billing_facts": tbl.current_snapshot().snapshot_id}
 
 
@@ -255,3 +256,67 @@ def test_loads_of_different_accounts_commit_concurrently(lake_settings, tmp_path
     check = connect(tmp_path / "check.duckdb", memory_limit="512MB")
     assert by_account(check) == [("acct-a", 2, D("3.00")), ("acct-b", 1, D("10.00"))]
     check.close()
+
+
+GOLDEN = Path(__file__).parents[1] / "golden" / "demo-2026-11-30.json"
+AS_OF = "2026-11-30"
+
+
+def test_the_demo_night_in_the_lake_mode_gives_the_file_modes_golden(lake_settings, tmp_path: Path) -> None:
+    """`athanor demo` + `athanor run` with billing_facts in the lake: every published file and
+    every table equal the file mode's golden (billing_facts read back from the lake)."""
+    import json
+
+    from tests.support.golden import fingerprint
+
+    athanor = str(PROJECT_ROOT / ".venv" / "bin" / "athanor")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ATHANOR_") or k in lake_settings}
+    env["ATHANOR_HOME"] = str(tmp_path)
+    subprocess.run([athanor, "demo", "--out", "landing", "--as-of", AS_OF], cwd=tmp_path, env=env, check=True)
+    run = subprocess.run(
+        [athanor, "run", "--as-of", AS_OF, "--source", "landing"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr[-4000:]
+
+    warehouse = tmp_path / "warehouse" / "athanor.duckdb"
+    con = connect(warehouse)
+    staged = lake.staging(con, "billing_facts")
+    assert con.execute(f"select count(*) from {staged}").fetchall() == [(0,)]  # every row is in the lake
+    (summary,) = con.execute("select summary from pipeline_runs where stage = 'validate'").fetchone()
+    recorded = json.loads(summary)["lake_snapshots"]
+    assert recorded == {"billing_facts": iceberg_table().current_snapshot().snapshot_id}
+    n, total = con.execute("select count(*), sum(billed_cost)::varchar from billing_facts").fetchall()[0]
+    assert n > 0
+    # The analysts' query reads the lake as of the snapshot the published run read.
+    query = subprocess.run(
+        [
+            athanor,
+            "query",
+            "select count(*) as n, sum(billed_cost)::varchar as t from billing_facts",
+            "--format",
+            "csv",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert query.returncode == 0, query.stderr[-3000:]
+    assert query.stdout.split() == ["n,t", f"{n},{total}"]
+    # The file mode's golden reads billing_facts from the file: put the lake's rows there.
+    con.execute(f"insert into {staged} select * from billing_facts")
+    con.close()
+
+    actual = fingerprint(tmp_path, tmp_path / "reports" / AS_OF, warehouse)
+    expected = json.loads(GOLDEN.read_text())
+    differing = {
+        name: (expected[part][name], actual[part].get(name))
+        for part in ("files", "tables")
+        for name in expected[part]
+        if expected[part][name] != actual[part].get(name)
+    }
+    assert not differing, f"the lake mode differs from the file mode's golden: {differing}"

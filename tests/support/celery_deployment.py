@@ -17,13 +17,11 @@ PID), PostgreSQL last; `kill_worker` SIGKILLs one Celery worker's whole process 
 from __future__ import annotations
 
 import os
-import pwd
 import re
 import secrets
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from base64 import urlsafe_b64encode
 from dataclasses import dataclass, field
@@ -36,10 +34,10 @@ import yaml
 
 from athanor.settings import PROJECT_ROOT
 from tests.support.airflow_server import AirflowServer, _alive, _signal, free_port
+from tests.support.postgres import start_postgres
 
 COMPOSE = PROJECT_ROOT / "docker-compose.yaml"
 AIRFLOW_ENV = PROJECT_ROOT / "airflow.env"
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
 # What docker-compose.yaml's airflow services set besides airflow.env: addresses (service
 # names there, 127.0.0.1 ports here), secrets (.env there, generated here) and the executor.
 ADDRESS_KEYS = frozenset(
@@ -92,14 +90,6 @@ def service_command(service: str) -> list[str]:
     return ["airflow", *str(compose_services()[service]["command"]).split()]
 
 
-def unprivileged() -> dict[str, Any]:
-    """Popen arguments that drop root (PostgreSQL refuses it); nothing when not root."""
-    if os.geteuid() != 0:
-        return {}
-    user = pwd.getpwnam("nobody")
-    return {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}
-
-
 @dataclass
 class Proc:
     name: str
@@ -130,49 +120,12 @@ class CeleryDeployment:
     # ---------------------------------------------------------------- servers
 
     def start_postgres(self) -> str:
-        """initdb + postgres on a free 127.0.0.1 port, user airflow with a password; returns it."""
-        assert (PG_BIN / "initdb").exists(), "PostgreSQL 15 is not installed: run scripts/system-deps.sh"
-        drop = unprivileged()
-        # PostgreSQL's user must reach its folder: not under pytest's root-only temp folder.
-        self.pg_dir = Path(tempfile.mkdtemp(prefix="athanor-pg-"))
-        data, password = self.pg_dir / "data", secrets.token_urlsafe(24)
-        (self.pg_dir / "pw").write_text(password)
-        if drop:
-            os.chown(self.pg_dir, drop["user"], drop["group"])
-            os.chown(self.pg_dir / "pw", drop["user"], drop["group"])
-        subprocess.run(
-            [str(PG_BIN / "initdb"), "-D", str(data), "-U", "airflow", f"--pwfile={self.pg_dir / 'pw'}",
-             "--auth-host=scram-sha-256", "--auth-local=trust", "-E", "UTF8", "--locale=C"],
-            check=True, capture_output=True, timeout=120, **drop,
-        )  # fmt: skip
-        port = free_port()
-        self._spawn(
-            "postgres",
-            [str(PG_BIN / "postgres"), "-D", str(data), "-p", str(port), "-c", "listen_addresses=127.0.0.1",
-             "-c", f"unix_socket_directories={self.pg_dir}", "-c", "fsync=off"],
-            env={"PATH": os.environ["PATH"], "LANG": "C"},
-            cwd=self.pg_dir,
-            **drop,
-        )  # fmt: skip
-        import psycopg2
-
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                con = psycopg2.connect(
-                    host="127.0.0.1", port=port, user="airflow", password=password, dbname="postgres"
-                )
-                break
-            except psycopg2.OperationalError:
-                self._alive("postgres")
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.3)
-        con.autocommit = True
-        with con.cursor() as cur:
-            cur.execute("create database airflow")
-        con.close()
-        return f"airflow:{password}@127.0.0.1:{port}/airflow"
+        """PostgreSQL on a free 127.0.0.1 port (tests/support/postgres.py), database airflow; returns it."""
+        server = start_postgres(user="airflow", log=self.root / "logs-services" / "postgres.log")
+        self.pg_dir = server.folder  # stop() removes it
+        self.procs["postgres"] = Proc("postgres", server.popen, server.log)
+        server.create_database("airflow")
+        return server.dsn("airflow")
 
     def start_redis(self) -> str:
         assert shutil.which("redis-server"), "redis-server is not installed: run scripts/system-deps.sh"

@@ -292,12 +292,12 @@ def current_snapshots(cfg: LakeConfig) -> dict[str, int]:
     return found
 
 
-def record_snapshots(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, int]:
+def record_snapshots(con: duckdb.DuckDBPyConnection, run_id: str, cfg: LakeConfig | None) -> dict[str, int]:
     """Write the lake tables' current snapshot ids against `run_id` (table lake_snapshots).
 
-    Nothing in the file mode. The ids are what `open_as_of` opens: the run's read-only view.
+    Nothing in the file mode (cfg None). The ids are what the run's later stages read
+    (`attach_for_run`) and what `open_as_of` opens: the run's read-only view.
     """
-    cfg = config()
     if cfg is None:
         return {}
     from athanor.warehouse.rows import insert_rows
@@ -321,6 +321,51 @@ def run_snapshots(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[str, int]
         "select table_name, snapshot_id from lake_snapshots where run_id = ?", [run_id]
     ).fetchall()
     return {name: int(sid) for name, sid in rows}
+
+
+def attach_for_run(con: duckdb.DuckDBPyConnection, cfg: LakeConfig | None, run_id: str) -> None:
+    """A stage's connection: the snapshots its run recorded, else the current ones.
+
+    So every stage after the load reads the same snapshot, whatever other loaders commit
+    meanwhile. A cursor of a held connection sees none of its parent's temporary views, so it
+    is attached too. Nothing in the file mode.
+    """
+    if cfg is None:
+        return
+    pinned = run_snapshots(con, run_id)
+    if pinned or not attached(con):
+        attach(con, cfg, pinned or None)
+
+
+def attach_for_query(
+    con: duckdb.DuckDBPyConnection, settings: Settings, snapshot_id: int | None, *, published: bool
+) -> None:
+    """Analysts' SQL (`athanor query`) in the lake mode: billing_facts as of `snapshot_id`; else,
+    reading the `published` snapshot file, as of the latest run it records (what that run's
+    report read); else the current snapshot. Nothing in the file mode.
+    """
+    cfg = LakeConfig.from_settings(settings)
+    if cfg is None:
+        if snapshot_id is not None:
+            raise LakeError("--lake-snapshot needs ATHANOR_WAREHOUSE_MODE=lake")
+        return
+    if snapshot_id is not None:
+        pinned = {"billing_facts": snapshot_id}
+        tbl = table(cfg, "billing_facts")
+        if tbl.snapshot_by_id(snapshot_id) is None:
+            raise LakeError(f"{tbl.name()} has no snapshot {snapshot_id}")
+    elif not published:
+        pinned = {}
+    else:
+        try:
+            rows = con.execute(
+                "select table_name, snapshot_id from lake_snapshots "
+                "qualify row_number() over (partition by table_name order by recorded_at desc) = 1"
+            ).fetchall()
+        except duckdb.CatalogException:  # a file from before the lake mode
+            rows = []
+        pinned = {name: int(sid) for name, sid in rows}
+    attach(con, cfg, pinned or None)
 
 
 # ---------------------------------------------------------------------- writing
