@@ -193,13 +193,25 @@ def test_readers_see_the_night_before_or_after_never_between(tmp_path: Path) -> 
 
 def test_snapshot_swaps_are_atomic_under_tight_reader_loops(tmp_path: Path) -> None:
     """Publish two different warehouses in turn, many times, while readers loop without pause."""
-    query = "select count(*), sum(i), max(payload) from t"
+    # t is copied into the snapshot's file; billing_facts is a view over Parquet files, one
+    # per partition, which each publish rewrites (the two warehouses' partitions differ) and
+    # removes once no snapshot a reader may have just opened references them.
+    query = "select count(*), sum(i), max(payload), (select sum(billed_cost) from billing_facts) from t"
     sources = {}
     for name, n in (("small", 300_000), ("large", 600_000)):
         path = tmp_path / f"{name}.duckdb"
         con = connect(path, memory_limit="512MB")
         # A few MB, so a copy that was not atomic would be caught half way by some reader.
         con.execute("create table t as select range as i, md5(range::varchar) as payload from range(?)", [n])
+        con.execute(
+            """insert into billing_facts (load_id, source_file, source_row, source_format,
+                   billing_account_id, billing_currency, billing_period_start, billing_period_end,
+                   charge_period_start, charge_period_end, charge_category, billed_cost, effective_cost)
+               select ?, 'bill.csv', range + 1, 'focus', 'acct', 'USD', '2026-11-01', '2026-12-01',
+                      '2026-11-10', '2026-11-10 01:00', 'Usage', 0.25, 0.25
+               from range(?)""",
+            [name, n // 100],
+        )
         sources[name] = (con, path)
     snapshot = tmp_path / "published" / "snapshot.duckdb"
     publish_snapshot(*sources["small"], snapshot)

@@ -47,6 +47,9 @@ _STAGED = "athanor_snapshot_staged"  # the new snapshot, attached to the writer'
 _PREVIOUS = "athanor_snapshot_previous"  # the current one, attached read-only to read its manifest
 _NEW_LOADS = "_athanor_snapshot_new_loads"
 _TOUCHED = "_athanor_snapshot_touched"
+# A snapshot replaced less than this long ago may still have readers that opened it just
+# before: its predecessor's files are kept too. Nightly, the previous generation alone is kept.
+RETAIN_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -113,7 +116,8 @@ class Manifest:
     """What the current snapshot references (empty: none yet, or a full copy made before)."""
 
     parts: dict[tuple[str, str], Part] = field(default_factory=dict)
-    retained: frozenset[str] = frozenset()  # the files of the generation before it
+    retained: frozenset[str] = frozenset()  # the files of the generation(s) before it
+    age_s: float = float("inf")  # since the snapshot was put in place
     loads_seen: frozenset[str] = frozenset()  # the ledger as it stood (load, status, end)
 
     @property
@@ -177,7 +181,7 @@ def stage(con: duckdb.DuckDBPyConnection, snapshot: Path) -> StagedSnapshot:
     staged = StagedSnapshot(
         path=snapshot.with_name(f".{snapshot.name}.{os.getpid()}.tmp"),
         target=snapshot,
-        keep=previous.files,
+        keep=previous.files | (previous.retained if previous.age_s < RETAIN_S else frozenset()),
     )
     try:
         database = con.execute("select current_database()").fetchone()[0]
@@ -192,8 +196,9 @@ def stage(con: duckdb.DuckDBPyConnection, snapshot: Path) -> StagedSnapshot:
             _fsync(path)
         for folder in {path.parent for path in staged.written}:
             _fsync(folder)
+        retained = staged.keep - {p.file for p in parts}
         staged.keep = frozenset(staged.keep | {p.file for p in parts})
-        _write_small_file(con, database, staged, parts, previous.files, loads)
+        _write_small_file(con, database, staged, parts, retained, loads)
     except BaseException:
         staged.discard()
         raise
@@ -265,7 +270,8 @@ def read_manifest(con: duckdb.DuckDBPyConnection, snapshot: Path) -> Manifest | 
         }
         retained = frozenset(r[0] for r in con.execute(f"select file from {prefix}.retained").fetchall())
         seen = frozenset(r[0] for r in con.execute(f"select entry from {prefix}.loads_seen").fetchall())
-        return Manifest(parts=parts, retained=retained, loads_seen=seen)
+        age = time.time() - os.stat(snapshot).st_mtime
+        return Manifest(parts=parts, retained=retained, loads_seen=seen, age_s=age)
     finally:
         con.execute(f"detach {_PREVIOUS}")
 
@@ -396,6 +402,8 @@ def _write_small_file(
     _remove_file(staged.path)
     con.execute(f"attach {_literal(str(staged.path))} as {_STAGED}")
     try:
+        # One transaction: each statement committed alone would sync the new file's log.
+        con.execute("begin transaction")
         con.execute(f"copy from database {_ident(database)} to {_STAGED} (schema)")
         by_table: dict[str, list[Part]] = {}
         for part in parts:
@@ -413,10 +421,16 @@ def _write_small_file(
             staged.rows_copied += con.execute(f"insert into {target} select * from {source}").fetchone()[0]
             staged.tables_copied += 1
         _write_manifest(con, parts, previous_files, loads)
+        con.execute("commit")
+        con.execute(f"checkpoint {_STAGED}")
+    except BaseException:
+        con.execute("rollback")
+        raise
     finally:
         con.execute(f"detach {_STAGED}")
-    for leftover in (staged.path.with_name(staged.path.name + ".wal"),):
-        leftover.unlink(missing_ok=True)
+    # The file is renamed alone: everything must be in it, not in a log beside it.
+    if staged.path.with_name(staged.path.name + ".wal").exists():
+        raise RuntimeError(f"snapshot: {staged.path} kept a write-ahead log after its checkpoint")
     _fsync(staged.path)
     staged.inode = os.stat(staged.path).st_ino
 

@@ -1,0 +1,276 @@
+"""The analysts' snapshot costs what changed: one restated month writes one Parquet file, the
+snapshot answers as the warehouse does, a killed publish leaves the previous one whole, and
+files no snapshot references go (athanor.warehouse.snapshots)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from datetime import datetime
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from athanor.warehouse import connect, open_snapshot, sql
+from athanor.warehouse import snapshots as snap
+from athanor.warehouse.docs import catalog
+from athanor.warehouse.readonly import QueryRefused, open_readonly, run_readonly
+
+TOTALS = "select count(*), sum(billed_cost) from billing_facts"
+
+
+def bill(con: duckdb.DuckDBPyConnection, load: str, account: str, period: str, rows: int, cost: str) -> None:
+    """`rows` USD usage lines of `cost` each, for one account and month, as load `load` writes them."""
+    con.execute(
+        """insert into billing_facts (load_id, source_file, source_row, source_format, billing_account_id,
+               billing_currency, billing_period_start, billing_period_end, charge_period_start,
+               charge_period_end, charge_category, billed_cost, effective_cost, tags)
+           select $load, 'bill.csv', range + 1, 'focus', $account, 'USD', $period::timestamp,
+                  $period::timestamp + interval 1 month, $period::timestamp, $period::timestamp + interval 1 hour,
+                  'Usage', $cost, $cost, map {'team': 'llm'}
+           from range($rows)""",
+        {"load": load, "account": account, "period": period, "rows": rows, "cost": cost},
+    )
+    con.execute(
+        """insert or replace into loads (load_id, kind, source_uri, files, checksum_sha256, size_bytes,
+               row_count, status, started_at, finished_at)
+           values (?, 'billing', 'landing', ['bill.csv'], ?, 1, ?, 'loaded', ?, ?)""",
+        [load, load, rows, datetime(2026, 12, 1), datetime(2026, 12, 1, 0, 1)],
+    )
+
+
+def restate(
+    con: duckdb.DuckDBPyConnection, load: str, account: str, period: str, rows: int, cost: str
+) -> None:
+    """A new delivery of one account's month, loaded as the billing loader does (restated rows go)."""
+    bill(con, load, account, period, rows, cost)
+    con.execute(sql("ingest/delete_restated"), {"load_id": load})
+
+
+def publish(con: duckdb.DuckDBPyConnection, snapshot: Path) -> snap.StagedSnapshot:
+    staged = snap.stage(con, snapshot)
+    os.replace(staged.path, staged.target)
+    staged.remove_unreferenced()
+    return staged
+
+
+def parquet_files(snapshot: Path) -> list[str]:
+    return sorted(p.name for p in snap.parts_dir(snapshot).rglob("*.parquet"))
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path):
+    """Account a: September 3 lines of 1.50 and October 2 of 2.25 (load l1); account b:
+    October 4 lines of 10.00 (load l2). Three partitions, 9 lines, 49.00."""
+    con = connect(tmp_path / "wh.duckdb", memory_limit="512MB", threads=1)
+    bill(con, "l1", "a", "2026-09-01", 3, "1.50")
+    bill(con, "l1", "a", "2026-10-01", 2, "2.25")
+    bill(con, "l2", "b", "2026-10-01", 4, "10.00")
+    yield con, tmp_path / "wh-snapshot.duckdb"
+    con.close()
+
+
+def test_one_restated_month_writes_one_file_and_the_snapshot_answers_as_the_warehouse(
+    warehouse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    con, snapshot = warehouse
+    monkeypatch.setattr(snap, "RETAIN_S", 0.0)  # as if a night passed between publishes
+    first = publish(con, snapshot)
+    assert (len(first.written), first.kept, first.rows_written) == (3, 0, 9)
+
+    # Account a's October again: 5 lines of 3.00 replace its 2 lines of 2.25.
+    restate(con, "l3", "a", "2026-10-01", 5, "3.00")
+    second = publish(con, snapshot)
+    assert (len(second.written), second.kept, second.rows_written) == (1, 2, 5)
+    # The replaced partition's file stays while readers of the previous snapshot may need it.
+    assert len(parquet_files(snapshot)) == 4
+
+    # 3 x 1.50 + 5 x 3.00 + 4 x 10.00 = 59.50 over 12 lines, in the warehouse and the snapshot.
+    expected = (12, Decimal("59.500000000000"))
+    assert con.execute(TOTALS).fetchone() == expected
+    with open_snapshot(snapshot) as reader:
+        assert reader.execute(TOTALS).fetchone() == expected
+        # Through the FOCUS view, which the snapshot carries over its billing_facts view.
+        by_month = """select BillingAccountId, BillingPeriodStart::date::varchar, count(*), sum(EffectiveCost)
+                      from focus_charges group by all order by all"""
+        rows = reader.execute(by_month).fetchall()
+        assert (
+            rows
+            == con.execute(by_month).fetchall()
+            == [
+                ("a", "2026-09-01", 3, Decimal("4.500000000000")),
+                ("a", "2026-10-01", 5, Decimal("15.000000000000")),
+                ("b", "2026-10-01", 4, Decimal("40.000000000000")),
+            ]
+        )
+        assert reader.execute("select tags['team'] from billing_facts limit 1").fetchone() == ("llm",)
+
+    # Nothing changed: nothing is written, and the file the previous snapshot alone used goes.
+    third = publish(con, snapshot)
+    assert (len(third.written), third.kept) == (0, 3)
+    assert len(parquet_files(snapshot)) == 3
+
+
+def test_the_snapshot_has_the_warehouses_relations_columns_types_and_comments(warehouse) -> None:
+    con, snapshot = warehouse
+    publish(con, snapshot)
+    with open_snapshot(snapshot) as reader:
+        published = {r.name: r for r in catalog(reader)}
+    live = {r.name: r for r in catalog(con)}
+    assert set(published) == set(live)
+    for name, relation in live.items():
+        assert published[name].columns == relation.columns, name
+        assert published[name].comment == relation.comment, name
+    assert published["billing_facts"].kind == "view"  # over its Parquet files
+    assert published["job_run_facts"].kind == "table"  # empty here: nothing to partition
+
+
+def test_analysts_read_the_views_but_no_other_file(warehouse, tmp_path: Path) -> None:
+    con, snapshot = warehouse
+    publish(con, snapshot)
+    outside = tmp_path / "other.csv"
+    outside.write_text("a\n1\n")
+    reader = open_readonly(snapshot, snapshot=True, memory_limit="256MB", threads=1)
+    try:
+        assert run_readonly(reader, TOTALS)[1] == [(9, Decimal("49.000000000000"))]
+        with pytest.raises(QueryRefused, match="no files"):
+            run_readonly(reader, f"select * from read_csv('{outside}')")
+        with pytest.raises(QueryRefused, match="read-only"):
+            run_readonly(reader, "explain analyze delete from billing_facts")
+    finally:
+        reader.close()
+
+
+def test_a_change_outside_the_ledger_is_still_seen(warehouse) -> None:
+    """A row deleted without a load (by hand) changes its partition's count: it is written again."""
+    con, snapshot = warehouse
+    publish(con, snapshot)
+    con.execute("delete from billing_facts where billing_account_id = 'b' and source_row = 1")
+    staged = publish(con, snapshot)
+    assert (len(staged.written), staged.rows_written) == (1, 3)
+    with open_snapshot(snapshot) as reader:
+        assert reader.execute(TOTALS).fetchone() == (8, Decimal("39.000000000000"))
+
+
+def test_a_new_column_writes_every_partition_again(warehouse) -> None:
+    con, snapshot = warehouse
+    publish(con, snapshot)
+    con.execute("alter table billing_facts add column x_note varchar default 'n'")
+    staged = publish(con, snapshot)
+    assert len(staged.written) == 3
+    with open_snapshot(snapshot) as reader:
+        assert reader.execute("select distinct x_note from billing_facts").fetchall() == [("n",)]
+
+
+# A publish that stops for good once its Parquet files are written and its small file is
+# half built, until the test kills it.
+KILLED = r"""
+import sys, time
+from pathlib import Path
+from athanor.warehouse import connect, publish_snapshot
+from athanor.warehouse import snapshots
+
+def stall(*args, **kwargs):
+    print("stalled", flush=True)
+    time.sleep(120)
+
+snapshots._write_manifest = stall
+warehouse, snapshot = Path(sys.argv[1]), Path(sys.argv[2])
+con = connect(warehouse, memory_limit="512MB", threads=1)
+publish_snapshot(con, warehouse, snapshot)
+"""
+
+
+def test_a_killed_publish_leaves_the_previous_snapshot_whole_and_its_leftovers_go(
+    warehouse, tmp_path
+) -> None:
+    con, snapshot = warehouse
+    publish(con, snapshot)
+    restate(con, "l3", "a", "2026-10-01", 5, "3.00")
+    before_kill = parquet_files(snapshot)
+    con.close()
+
+    writer = subprocess.Popen(
+        [sys.executable, "-c", KILLED, str(tmp_path / "wh.duckdb"), str(snapshot)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "stalled"
+    finally:
+        os.kill(writer.pid, signal.SIGKILL)
+        writer.wait(timeout=30)
+    leftovers = [p for p in parquet_files(snapshot) if p not in before_kill]
+    assert len(leftovers) == 1  # the restated month's file, which no snapshot references
+    assert list(snapshot.parent.glob(f".{snapshot.name}.{writer.pid}.tmp*"))
+
+    # The previous snapshot is current and whole: yesterday's 9 lines and 49.00.
+    with open_snapshot(snapshot) as reader:
+        assert reader.execute(TOTALS).fetchone() == (9, Decimal("49.000000000000"))
+
+    con = connect(tmp_path / "wh.duckdb", memory_limit="512MB", threads=1)
+    try:
+        staged = publish(con, snapshot)
+    finally:
+        con.close()
+    assert len(staged.written) == 1
+    assert not set(leftovers) & set(parquet_files(snapshot))
+    assert not list(snapshot.parent.glob(f".{snapshot.name}.*.tmp*"))
+    with open_snapshot(snapshot) as reader:
+        assert reader.execute(TOTALS).fetchone() == (12, Decimal("59.500000000000"))
+
+
+def test_gpu_samples_of_a_reloaded_day_are_written_again_and_no_other_day(tmp_path: Path) -> None:
+    con = connect(tmp_path / "wh.duckdb", memory_limit="512MB", threads=1)
+    snapshot = tmp_path / "wh-snapshot.duckdb"
+    try:
+
+        def samples(load: str, day: str, utilisation: float) -> None:
+            # One GPU sampled hourly over the day, as one telemetry load.
+            con.execute(
+                """insert into gpu_samples (load_id, source_format, source_file, source_row, host, gpu_id,
+                       sampled_at, utilisation_pct)
+                   select ?, 'nvidia_smi', 'smi.csv', range + 1, 'h1', 'GPU-1',
+                          ?::timestamp + range * interval 1 hour, ?
+                   from range(24)""",
+                [load, day, utilisation],
+            )
+            con.execute(
+                """insert into loads (load_id, kind, source_uri, files, checksum_sha256, size_bytes,
+                       status, started_at) values (?, 'gpu_telemetry', 'landing', ['smi.csv'], ?, 1, 'loaded', ?)""",
+                [load, load, datetime(2026, 12, 1)],
+            )
+            con.execute(sql("ingest/telemetry_replace"), {"load_id": load})
+
+        samples("t1", "2026-11-28", 50.0)
+        samples("t2", "2026-11-29", 60.0)
+        assert len(publish(con, snapshot).written) == 2
+        samples("t3", "2026-11-29", 70.0)  # the 29th delivered again: it replaces t2's samples
+        staged = publish(con, snapshot)
+        assert (len(staged.written), staged.kept, staged.rows_written) == (1, 1, 24)
+        with open_snapshot(snapshot) as reader:
+            assert reader.execute(
+                "select sampled_at::date::varchar, count(*), avg(utilisation_pct) from gpu_samples group by 1 order by 1"
+            ).fetchall() == [("2026-11-28", 24, 50.0), ("2026-11-29", 24, 70.0)]
+    finally:
+        con.close()
+
+
+def test_publishes_in_quick_succession_keep_the_files_a_reader_may_have_just_opened(warehouse) -> None:
+    """A reader opens a snapshot; two more are published within RETAIN_S: it can still read."""
+    con, snapshot = warehouse
+    publish(con, snapshot)
+    reader = duckdb.connect(str(snapshot), read_only=True)
+    try:
+        restate(con, "l3", "a", "2026-10-01", 5, "3.00")
+        publish(con, snapshot)
+        restate(con, "l4", "a", "2026-10-01", 1, "7.00")
+        publish(con, snapshot)
+        assert len(parquet_files(snapshot)) == 5  # three of the first, one each of the others
+        assert reader.execute(TOTALS).fetchone() == (9, Decimal("49.000000000000"))
+    finally:
+        reader.close()
