@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-BENCHES = ["ingest", "quality", "durations", "mix", "lifecycle", "warehouse", "gpu_samples"]
+BENCHES = ["ingest", "quality", "durations", "mix", "lifecycle", "warehouse", "gpu_samples", "snapshot"]
 
 
 def main(argv: list[str]) -> int:
