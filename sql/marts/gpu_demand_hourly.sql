@@ -1,19 +1,19 @@
 -- Grain: one row per GPU pool (instance family x region) per hour.
 -- Units are instance-hours normalised to the family's reference size (the largest
 -- size in ref_instance_types), so a g5.12xlarge hour counts as 0.25 of a g5.48xlarge.
+-- Read from billing_gpu_hourly (the loads' hourly sums of the same billing lines: usage hours
+-- in USD), so the nightly rebuild reads hours x instance types, not every billing line.
 with usage as (
     select
-        date_trunc('hour', f.charge_period_start)                      as hour,
-        f.x_instance_family || '/' || coalesce(f.region_id, 'global')   as pool,
-        f.x_instance_family                                            as instance_family,
-        f.x_pricing_model                                              as pricing_model,
-        cast(f.x_usage_hours as double) * ref.normalization_factor     as normalized_hours,
-        cast(f.effective_cost as double)                               as effective_cost_usd,
-        cast(coalesce(f.list_cost, f.billed_cost) as double)           as list_cost_usd
-    from billing_facts as f
-    join ref_instance_types as ref on ref.instance_type = f.x_instance_type
-    where f.x_usage_hours > 0 and f.charge_category = 'Usage'
-      and f.billing_currency = 'USD'
+        g.hour,
+        g.x_instance_family || '/' || g.region                         as pool,
+        g.x_instance_family                                            as instance_family,
+        g.x_pricing_model                                              as pricing_model,
+        g.usage_hours * ref.normalization_factor                       as normalized_hours,
+        cast(g.effective_cost_usd as double)                           as effective_cost_usd,
+        cast(g.list_cost_usd as double)                                as list_cost_usd
+    from billing_gpu_hourly as g
+    join ref_instance_types as ref on ref.instance_type = g.x_instance_type
 ),
 
 final as (

@@ -1,13 +1,15 @@
 -- Grain: one row per started training job, with the columns the duration fits group by.
 -- As known at $as_of_end (the last moment of the run's day; null: everything loaded): a job
 -- that started later is left out, one that ended later was still running then, so it counts
--- as censored at that moment.
+-- as censored at that moment. Jobs that started before $window_start (null: none) are left out:
+-- the fits' window of recent jobs.
 with known as (
     select
         *,
         $as_of_end is not null and (end_time is null or end_time > $as_of_end) as running_then
     from job_run_facts
-    where $as_of_end is null or start_time <= $as_of_end
+    where ($as_of_end is null or start_time <= $as_of_end)
+      and ($window_start is null or start_time >= $window_start)
 ),
 
 final as (

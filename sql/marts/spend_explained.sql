@@ -1,5 +1,6 @@
 -- One row: the share of GPU spend (effective cost, per currency) explained by known job runs,
--- i.e. on billing rows whose job_id tag matches a job in job_runs.
+-- i.e. on billing rows whose job_id tag matches a job in job_runs, for charges starting in
+-- [$start, $end): a window, so that the nightly reads one period, not the whole history.
 select
     f.billing_currency,
     sum(f.effective_cost)                                                      as gpu_effective_cost,
@@ -9,5 +10,6 @@ select
 from billing_facts as f
 left join (select distinct job_id from job_run_facts) as j on j.job_id = f.tags['job_id']
 where f.x_instance_type is not null and f.charge_category = 'Usage'
+  and f.charge_period_start >= $start and f.charge_period_start < $end
 group by all
 order by 1

@@ -3,9 +3,11 @@ with restated as (
     select distinct billing_account_id, billing_period_start from {batch}
 ),
 
+-- billing_daily: the daily sums of the partitions loaded before this delivery (its own are
+-- summed after the gate), so the rule reads days, not every line of the history.
 history as (
     select billing_account_id, arg_max(billing_currency, billing_period_start) as previous_currency
-    from billing_facts
+    from billing_daily
     anti join restated using (billing_account_id, billing_period_start)
     group by all
 )

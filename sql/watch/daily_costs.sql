@@ -3,21 +3,13 @@
 -- credits and adjustments (and any one-time charge), which land on known days of the billing
 -- cycle and are compared with the months before; 'usage': the rest, compared day by day.
 -- Effective cost (amortised), as the rest of the report. Currencies are never added together.
+-- Read from billing_daily (the loads' daily sums of billing_facts, same kinds and labels): the
+-- watch reads every billed day, and days x labels stay small however many lines a day holds.
 with charges as (
-    select
-        charge_period_start::date as day,
-        billing_currency as currency,
-        case
-            when charge_category <> 'Usage' or charge_frequency = 'One-Time' then 'month_start'
-            else 'usage'
-        end as kind,
-        coalesce(service_name, '(unknown)') as service,
-        coalesce(sub_account_id, billing_account_id) as account,
-        coalesce(nullif(tags['team'], ''), '(untagged)') as team,
-        effective_cost
-    from billing_facts
-    where charge_period_start >= $start
-      and charge_period_start < $end
+    select day, billing_currency as currency, kind, service, account, team, effective_cost
+    from billing_daily
+    where day >= $start
+      and day < $end
 ),
 
 final as (

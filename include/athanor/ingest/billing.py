@@ -700,8 +700,6 @@ def ingest_billing(
         if lake.attached(con):
             # Last, so that a failure above leaves the lake as it was; see athanor.warehouse.lake.
             lake.commit_load(con, "billing_facts", load_id)
-            if replaced:
-                mark_replaced(con)
     return LoadResult(
         load_id, names, fmt.name, "loaded", rows, billed, periods, replaced, time.monotonic() - started
     )
@@ -742,11 +740,14 @@ def _any_insertion_order(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
 def _replace_restated(con: duckdb.DuckDBPyConnection, load_id: str) -> int:
     """Delete what earlier loads held for the (account, period) pairs this load restates.
 
-    In the lake mode only count them: the load's Iceberg commit replaces them (`commit_load`).
+    In the lake mode count them and leave them out of the load's view of billing_facts: the
+    load's Iceberg commit replaces them (`commit_load`).
     """
     if lake.attached(con):
-        return int(con.execute(sql("ingest/restated_rows"), {"load_id": load_id}).fetchone()[0])
-    replaced = con.execute(sql("ingest/delete_restated"), {"load_id": load_id}).fetchone()[0]
+        replaced = con.execute(sql("ingest/restated_rows"), {"load_id": load_id}).fetchone()[0]
+        lake.hide_replaced(con, "billing_facts", load_id)
+    else:
+        replaced = con.execute(sql("ingest/delete_restated"), {"load_id": load_id}).fetchone()[0]
     if replaced:
         # Deliveries whose every row was restated away stay in the ledger as history.
         mark_replaced(con)

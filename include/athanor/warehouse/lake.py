@@ -236,14 +236,11 @@ def _view(
 ) -> None:
     import pyarrow.dataset as ds
 
-    columns = ", ".join(f'"{c}"' for c in _columns(con, name))
     files = data_files(tbl, snapshot_id) if snapshot_id is not None else []
-    parts = [f"select {columns} from {staging(con, name)}"]
     if files:
         dataset = ds.dataset(files, filesystem=filesystem(cfg), format="parquet")
         con.register(_ARROW_PREFIX + name, dataset)
-        parts.insert(0, f"select {columns} from {_ARROW_PREFIX}{name}")
-    con.execute(f'create or replace temp view "{name}" as ' + " union all ".join(parts))
+    _create_view(con, name, lake_rows=bool(files))
     logger.info(
         "lake table %s: snapshot %s, %d data file(s), read as view %s",
         tbl.name(),
@@ -251,6 +248,38 @@ def _view(
         len(files),
         name,
     )
+
+
+def _create_view(
+    con: duckdb.DuckDBPyConnection, name: str, *, lake_rows: bool, replaced_by: str | None = None
+) -> None:
+    """The view: the lake's rows (less those load `replaced_by` replaces) and the staged rows."""
+    columns = ", ".join(f'"{c}"' for c in _columns(con, name))
+    staged = staging(con, name)
+    parts = [f"select {columns} from {staged}"]
+    if lake_rows:
+        lake = f"select {columns} from {_ARROW_PREFIX}{name}"
+        if replaced_by is not None:
+            keys = ", ".join(REPLACED_BY[name])
+            load = "'" + replaced_by.replace("'", "''") + "'"
+            lake += f" where ({keys}) not in (select distinct {keys} from {staged} where load_id = {load})"
+        parts.insert(0, lake)
+    con.execute(f'create or replace temp view "{name}" as ' + " union all ".join(parts))
+
+
+def hide_replaced(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> None:
+    """Inside a load: the view leaves out the lake's rows of the partitions the load replaces.
+
+    What deleting them does in the file mode, so that the rest of the load (and mark_replaced)
+    sees what the commit will leave. Undone with the load's transaction if it fails; the
+    commit (`commit_load`) points the view at the new snapshot.
+    """
+    lake_rows = bool(
+        con.execute(
+            "select count(*) from duckdb_views() where temporary and view_name = ?", [_ARROW_PREFIX + name]
+        ).fetchall()[0][0]
+    )
+    _create_view(con, name, lake_rows=lake_rows, replaced_by=load_id)
 
 
 def open_as_of(

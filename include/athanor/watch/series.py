@@ -44,8 +44,7 @@ class DailyCosts:
 def read_daily_costs(con: duckdb.DuckDBPyConnection, as_of: date, start: date | None = None) -> DailyCosts:
     """The daily costs of [start, as_of] (every billed day up to as_of without a start)."""
     first = con.execute(
-        "select min(charge_period_start)::date from billing_facts where charge_period_start < ?",
-        [as_of + timedelta(days=1)],
+        "select min(day) from billing_daily where day < ?", [as_of + timedelta(days=1)]
     ).fetchone()[0]
     if first is None:
         empty = pd.DataFrame(columns=["scope_kind", "scope_value", "currency", "day", "kind", "cost"])

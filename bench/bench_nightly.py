@@ -1,0 +1,384 @@
+"""Benchmark: a nightly run after one restated month, against loading that month alone.
+
+    .venv/bin/python bench/bench_nightly.py --months M --rows-per-month N [--mode file|lake]
+
+1. Builds a warehouse of M months (ending 2026-11) of N FOCUS 1.2 billing rows each, plus one
+   job run per ~2,000 billing rows in the generic job-log format, through the product's own
+   load path (`athanor ingest`), then runs the nightly of the last day once (`athanor run`),
+   as production would have last night. Delivery files are generated fast: one month with
+   the demo's bench writer (`athanor.demo.bench.generate_focus_rows`), the other months by
+   DuckDB SQL moving that month's rows to theirs.
+2. Lands a restatement of the latest month (the same month: ~2 % of its lines gone, ~10 % of
+   the on-demand and spot lines cheaper) and times ONE `athanor run` in a fresh process:
+   every stage of `athanor.flow.STAGES`, publish and the analysts' snapshot included.
+3. Times `athanor ingest` of that same delivery into an empty warehouse in a fresh process.
+
+It prints the per-stage breakdown of the timed nightly (from `pipeline_runs`), a table
+(months, rows in warehouse, nightly s, month-load s, peak RSS of each process) and, last,
+`nightly/month-load ratio: X`.
+
+`--mode lake` sets ATHANOR_WAREHOUSE_MODE=lake for every process; the servers it needs come
+from `lake_servers()` in bench/lake_servers.py (a context manager yielding the extra
+environment variables), which lake mode provides.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CACHE = ROOT / ".cache" / "bench" / "nightly"
+LAST_MONTH = date(2026, 11, 1)
+ROWS_PER_JOB = 2_000
+MIB = 1 << 20
+
+
+def months_ending(last: date, count: int) -> list[date]:
+    """The `count` first-of-months up to and including `last`, oldest first."""
+    index = last.year * 12 + last.month - 1
+    return [date(i // 12, i % 12 + 1, 1) for i in range(index - count + 1, index + 1)]
+
+
+def _next_month(month: date) -> date:
+    return date(month.year + month.month // 12, month.month % 12 + 1, 1)
+
+
+# ------------------------------------------------------------------ delivery files
+
+
+def template(rows: int) -> Path:
+    """One month (2026-11) of synthetic FOCUS Parquet from the demo's bench writer, written once."""
+    from athanor.demo.bench import generate_focus_rows
+
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path = CACHE / f"template-{rows}.parquet"
+    if not path.exists():
+        import duckdb
+
+        raw = path.with_name(path.name + ".raw")
+        tmp = path.with_name(path.name + ".tmp")
+        # The writer draws instances at random, so a few lines repeat another exactly (same
+        # instance, hour and price), which the loader rightly rejects as delivered twice: draw
+        # 1 % more and keep the first N distinct ones.
+        generate_focus_rows(rows + rows // 100 + 100, raw, fmt="parquet", period=LAST_MONTH.strftime("%Y-%m"))
+        con = duckdb.connect()
+        con.execute("set memory_limit = '1GB'; set threads = 2")
+        con.execute(
+            f"""copy (select * exclude (line_key, n) from (
+                     select *, hash(*columns(*)) as line_key, row_number() over () as n from read_parquet('{raw}'))
+                 qualify row_number() over (partition by line_key order by n) = 1
+                 order by n limit {int(rows)}) to '{tmp}' (format parquet, row_group_size 122880)"""
+        )
+        con.close()
+        raw.unlink()
+        os.replace(tmp, path)
+    return path
+
+
+# The template's rows moved to another month: hour offsets are scaled to the month's length (in
+# seconds, so that distinct hours stay distinct in a shorter month) and every charge stays inside
+# its billing period; commitment terms move with the month, as
+# text: the FOCUS staging reads x_CommitmentDiscountStart/End as text (nullif(x, '')) and fails
+# on the typed timestamps the demo writer puts in Parquet.
+_MOVE = """
+copy (
+    select * replace (
+        timestamptz '{start}' as BillingPeriodStart,
+        timestamptz '{end}' as BillingPeriodEnd,
+        timestamptz '{start}' + to_seconds(
+            (epoch(ChargePeriodStart - timestamptz '{t_start}') // 3600 * ({hours} - 1) * 3600 // ({t_hours} - 1))::bigint
+        ) as ChargePeriodStart,
+        timestamptz '{start}' + to_seconds(
+            (epoch(ChargePeriodStart - timestamptz '{t_start}') // 3600 * ({hours} - 1) * 3600 // ({t_hours} - 1))::bigint
+        ) + (ChargePeriodEnd - ChargePeriodStart) as ChargePeriodEnd,
+        strftime(x_CommitmentDiscountStart + (timestamptz '{start}' - timestamptz '{t_start}'), '%Y-%m-%dT%H:%M:%SZ')
+            as x_CommitmentDiscountStart,
+        strftime(x_CommitmentDiscountEnd + (timestamptz '{start}' - timestamptz '{t_start}'), '%Y-%m-%dT%H:%M:%SZ')
+            as x_CommitmentDiscountEnd
+    )
+    from read_parquet('{template}')
+    {where}
+) to '{out}' (format parquet, row_group_size 122880)
+"""
+
+# A restatement: ~2 % of the lines dropped, ~10 % of the uncommitted ones 3 % cheaper
+# (billed and effective cost together, so they stay equal and under the list cost).
+_RESTATE = """
+copy (
+    select * replace (
+        case when CommitmentDiscountId is null and hash(ResourceId, ChargePeriodStart) % 10 = 3
+             then round(BilledCost * 0.97, 6)::decimal(38, 6) else BilledCost end as BilledCost,
+        case when CommitmentDiscountId is null and hash(ResourceId, ChargePeriodStart) % 10 = 3
+             then round(EffectiveCost * 0.97, 6)::decimal(38, 6) else EffectiveCost end as EffectiveCost,
+        case when CommitmentDiscountId is null and hash(ResourceId, ChargePeriodStart) % 10 = 3
+             then round(PricingCurrencyEffectiveCost * 0.97, 6)::decimal(38, 6)
+             else PricingCurrencyEffectiveCost end as PricingCurrencyEffectiveCost
+    )
+    from read_parquet('{source}')
+    where hash(ResourceId, ChargePeriodStart, ChargeDescription) % 50 <> 7
+) to '{out}' (format parquet, row_group_size 122880)
+"""
+
+# Jobs of the month in the generic job-log schema: deterministic, spread over the month, a
+# mix of states (some censored), four teams, the bench fleet's instance types.
+_JOBS = """
+copy (
+    with j as (
+        select i,
+               timestamp '{start}' + to_seconds((hash(i, '{start}', 's') % {seconds})::bigint) as submit,
+               60 + hash(i, '{start}', 'q') % 900 as queued,
+               1800 + hash(i, '{start}', 'd') % 36000 as ran
+        from range({count}) t(i)
+    )
+    select 'bench-{month}-' || i as job_id,
+           strftime(submit, '%Y-%m-%dT%H:%M:%SZ') as submit_time,
+           strftime(submit + to_seconds(queued), '%Y-%m-%dT%H:%M:%SZ') as start_time,
+           strftime(least(submit + to_seconds(queued + ran), timestamp '{end}' - interval 1 second),
+                    '%Y-%m-%dT%H:%M:%SZ') as end_time,
+           ['completed', 'completed', 'completed', 'failed', 'preempted', 'cancelled'][1 + i % 6] as state,
+           ['p4d.24xlarge', 'p5.48xlarge', 'g5.12xlarge', 'g6.48xlarge'][1 + i % 4] as instance_type,
+           1 + i % 3 as instance_count,
+           [8, 8, 4, 8][1 + i % 4] as gpus_per_instance,
+           ['on_demand', 'spot', 'reserved', 'savings_plan'][1 + (i // 4) % 4] as pricing_model,
+           ['vision', 'llm', 'speech', 'recsys'][1 + i % 4] as team,
+           ['foundation', 'pretrain', 'asr', 'ranking'][1 + i % 4] as project,
+           ['vit-h', 'llama70b', 'whisper-l', 'dlrm'][1 + i % 4] as model
+    from j order by submit
+) to '{out}' (format csv, header true)
+"""
+
+
+def write_deliveries(work: Path, months: list[date], rows: int) -> dict[date, tuple[Path, Path]]:
+    """The billing Parquet and job-log CSV of every month (kept between runs of the same size)."""
+    import duckdb
+
+    source = template(rows)
+    out = work / "deliveries"
+    out.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect()
+    con.execute("set memory_limit = '1GB'; set threads = 2")
+    files = {}
+    for month in months:
+        end = _next_month(month)
+        billing = out / f"focus-{month:%Y-%m}.parquet"
+        jobs = out / f"jobs-{month:%Y-%m}.csv"
+        hours = (end - month).days * 24
+        if not billing.exists():
+            con.execute(
+                _MOVE.format(
+                    start=f"{month} 00:00:00+00",
+                    end=f"{end} 00:00:00+00",
+                    hours=hours,
+                    t_start=f"{LAST_MONTH} 00:00:00+00",
+                    t_hours=30 * 24,
+                    template=source,
+                    where="",
+                    out=billing,
+                )
+            )
+        if not jobs.exists():
+            con.execute(
+                _JOBS.format(
+                    start=month,
+                    end=end,
+                    month=f"{month:%Y%m}",
+                    seconds=hours * 3600 - 12 * 3600,
+                    count=max(rows // ROWS_PER_JOB, 10),
+                    out=jobs,
+                )
+            )
+        files[month] = (billing, jobs)
+    con.close()
+    return files
+
+
+def write_restatement(billing: Path, landing: Path) -> Path:
+    import duckdb
+
+    landing.mkdir(parents=True, exist_ok=True)
+    out = landing / f"{billing.stem}-restated.parquet"
+    con = duckdb.connect()
+    con.execute("set memory_limit = '1GB'; set threads = 2")
+    con.execute(_RESTATE.format(source=billing, out=out))
+    con.close()
+    return out
+
+
+# ------------------------------------------------------------------ measured processes
+
+
+def measure(command: list[str], env: dict[str, str], log: Path) -> tuple[float, float]:
+    """Run a command in a fresh process; its wall seconds and peak RSS (MiB, its own and its
+    children's, from wait4). Fails loudly with the tail of its log."""
+    started = time.perf_counter()
+    with log.open("ab") as out:
+        out.write(f"\n$ {' '.join(command)}\n".encode())
+        out.flush()
+        proc = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+        _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        tail = log.read_text(errors="replace").splitlines()[-30:]
+        raise SystemExit(f"failed (exit {proc.returncode}): {' '.join(command)}\n" + "\n".join(tail))
+    return seconds, usage.ru_maxrss / 1024  # Linux: KiB
+
+
+def athanor(*args: str) -> list[str]:
+    return [sys.executable, "-m", "athanor.cli", *args]
+
+
+@contextlib.contextmanager
+def servers(mode: str, work: Path) -> Iterator[dict[str, str]]:
+    """Extra environment for the mode: none for file; lake mode's servers and settings."""
+    if mode == "file":
+        yield {}
+        return
+    if not (ROOT / "bench" / "lake_servers.py").exists():
+        raise SystemExit(
+            "lake mode needs bench/lake_servers.py with a lake_servers(work) context manager that "
+            "starts the catalog database and the S3-compatible bucket and yields their settings"
+        )
+    sys.path.insert(0, str(ROOT / "bench"))
+    from lake_servers import lake_servers  # type: ignore[import-not-found]
+
+    with lake_servers(work) as extra:
+        yield {"ATHANOR_WAREHOUSE_MODE": "lake", **dict(extra)}
+
+
+def stage_times(warehouse: Path, run_id: str) -> list[tuple[str, float]]:
+    import duckdb
+
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        return con.execute(
+            """select stage, epoch(finished_at - started_at) from pipeline_runs
+               where run_id = ? order by started_at, finished_at""",
+            [run_id],
+        ).fetchall()
+    finally:
+        con.close()
+
+
+def warehouse_rows(warehouse: Path) -> int:
+    import duckdb
+
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        return con.execute("select count(*) from billing_facts").fetchone()[0]
+    finally:
+        con.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--months", type=int, required=True)
+    parser.add_argument("--rows-per-month", type=int, required=True)
+    parser.add_argument("--mode", choices=["file", "lake"], default="file")
+    args = parser.parse_args(argv)
+    months = months_ending(LAST_MONTH, args.months)
+    work = CACHE / f"{args.mode}-{args.months}x{args.rows_per_month}"
+    home = work / "home"
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    log = work / "bench.log"
+    log.unlink(missing_ok=True)
+    as_of = _next_month(months[-1]).toordinal() - 1
+    as_of_day = date.fromordinal(as_of).isoformat()
+
+    clock = time.perf_counter()
+    files = write_deliveries(work, months, args.rows_per_month)
+    print(
+        f"deliveries: {len(months)} months x {args.rows_per_month:,} rows ready in "
+        f"{time.perf_counter() - clock:.0f} s",
+        flush=True,
+    )
+
+    def env_for(root: Path, extra: dict[str, str]) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ATHANOR_")}
+        return env | {
+            "ATHANOR_HOME": str(root),
+            "ATHANOR_WAREHOUSE": str(root / "warehouse" / "athanor.duckdb"),
+            "ATHANOR_LANDING": str(root / "landing"),
+            "ATHANOR_SNAPSHOT": str(root / "warehouse" / "athanor-snapshot.duckdb"),
+            "ATHANOR_ALERT_WEBHOOK": "",
+            "PYTHONPATH": str(ROOT / "include"),
+            **extra,
+        }
+
+    with servers(args.mode, work) as extra:
+        env = env_for(home, extra)
+        (home / "landing").mkdir()
+        clock = time.perf_counter()
+        # The history, loaded month by month as it was delivered, and last night's run.
+        for month in months:
+            measure(athanor("ingest", *map(str, files[month])), env, log)
+        measure(athanor("run", "--as-of", as_of_day, "--run-id", "bench-last-night"), env, log)
+        built = time.perf_counter() - clock
+        print(f"warehouse built in {built:.0f} s (loads and last night's run)", flush=True)
+
+        # Tonight: the latest month restated, one nightly run.
+        restated = write_restatement(files[months[-1]][0], home / "landing")
+        nightly_s, nightly_rss = measure(
+            athanor("run", "--as-of", as_of_day, "--run-id", "bench-restated"), env, log
+        )
+        rows = warehouse_rows(home / "warehouse" / "athanor.duckdb")
+        stages = stage_times(home / "warehouse" / "athanor.duckdb", "bench-restated")
+
+        # The same delivery alone into an empty warehouse, in a fresh process.
+        fresh = work / "fresh"
+        shutil.rmtree(fresh, ignore_errors=True)
+        fresh.mkdir()
+        load_s, load_rss = measure(athanor("ingest", str(restated)), env_for(fresh, extra), log)
+        shutil.rmtree(fresh, ignore_errors=True)
+
+    print("\nper-stage time of the nightly run (pipeline_runs):")
+    print(f"{'stage':<22}{'s':>9}")
+    for stage, seconds in stages:
+        print(f"{stage:<22}{seconds:>9.1f}")
+    # The rest: the process's start-up and imports, opening the warehouse, and whatever a stage
+    # does after recording its row (publish copies the analysts' snapshot after its record).
+    print(f"{'(outside the stages)':<22}{nightly_s - sum(t for _, t in stages):>9.1f}")
+    print(f"{'(whole process)':<22}{nightly_s:>9.1f}")
+    print()
+    print(
+        f"{'mode':<6}{'months':>7}{'rows in warehouse':>19}{'nightly s':>11}{'month-load s':>14}"
+        f"{'nightly RSS MiB':>17}{'load RSS MiB':>14}"
+    )
+    print(
+        f"{args.mode:<6}{args.months:>7}{rows:>19,}{nightly_s:>11.1f}{load_s:>14.1f}"
+        f"{nightly_rss:>17.0f}{load_rss:>14.0f}"
+    )
+    print(
+        json.dumps(
+            {
+                "mode": args.mode,
+                "months": args.months,
+                "rows_per_month": args.rows_per_month,
+                "rows": rows,
+                "nightly_s": round(nightly_s, 2),
+                "month_load_s": round(load_s, 2),
+                "nightly_rss_mib": round(nightly_rss),
+                "load_rss_mib": round(load_rss),
+                "stages": {s: round(t, 2) for s, t in stages},
+            }
+        )
+    )
+    print(f"nightly/month-load ratio: {nightly_s / load_s:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
