@@ -102,7 +102,9 @@ def test_a_rejected_load_leaves_the_summary_as_it_was(con, tmp_path: Path) -> No
 
 def test_the_summary_reconciles_with_billing_facts(con, tmp_path: Path) -> None:
     ingest_billing(con, [write(tmp_path / "a.csv", focus_rows("acct", "2026-10", ["1.00", "2.00", "4.00"]))])
-    ingest_billing(con, [write(tmp_path / "b.csv", focus_rows("acct-eu", "2026-11", ["0.10", "0.20"], "EUR"))])
+    ingest_billing(
+        con, [write(tmp_path / "b.csv", focus_rows("acct-eu", "2026-11", ["0.10", "0.20"], "EUR"))]
+    )
     restated = ["7.00", "1.00", "1.00"]
     ingest_billing(con, [write(tmp_path / "c.csv", focus_rows("acct", "2026-10", restated))])
     per_currency = """select billing_currency, sum({cost}), sum({lines}) from {table} group by 1 order by 1"""

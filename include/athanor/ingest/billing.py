@@ -40,6 +40,7 @@ from typing import Any
 import duckdb
 
 from athanor.ingest import sniff, sources
+from athanor.ingest.daily import refresh_billing_daily
 from athanor.ingest.errors import IngestError
 from athanor.ingest.sniff import DEFAULT_LIMITS, InputLimits
 from athanor.ingest.sources import BillingFormat
@@ -677,6 +678,7 @@ def ingest_billing(
                 config=_released_config(con, load_id),
             )
         replaced = _replace_restated(con, load_id)
+        refresh_billing_daily(con, load_id)  # the daily summary of just the partitions delivered
         billed = _reconcile(con, load_id, landed, file_totals, started_at)
         periods = tuple(sorted({group.period for group in landed}))
         accounts = sorted({group.account for group in landed})
