@@ -61,7 +61,7 @@ def month_file(folder: Path, month: int, rows: int, cost: str) -> Path:
                    timestamp '{start}' + to_hours(i % 672 + 1) as line_item_usage_end_date,
                    'USD' as line_item_currency_code, 'Usage' as line_item_line_item_type,
                    'USE1-BoxUsage:p5.48xlarge' as line_item_usage_type, 1.0::double as line_item_usage_amount,
-                   {cost} as line_item_unblended_cost, 'i-' || (i % 5000) as line_item_resource_id
+                   {cost} as line_item_unblended_cost, 'i-' || i as line_item_resource_id
                  from range({rows}) t(i)) to '{path}' (format parquet)"""
     )
     return path

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from datetime import datetime
+from decimal import Decimal as D
 from pathlib import Path
 
 import pytest
 
+from athanor.ingest.billing import ingest_billing
 from athanor.settings import Settings
 from athanor.warehouse import connect, lake
+from tests.unit import test_ingest
+from tests.unit.test_ingest import focus_rows, write
 
 LAKE = {
     "ATHANOR_WAREHOUSE_MODE": "lake",
@@ -56,7 +60,7 @@ def test_the_lake_mode_names_a_missing_setting(drop: str, message: str) -> None:
 
 
 def test_the_lake_warehouse_must_be_a_bucket() -> None:
-    with pytest.raises(lake.LakeError, match="must be an s3:// URL, got '/data/lake'"):
+    with pytest.raises(lake.LakeError, match=r"must be an s3:// \(or file:///\) URL, got '/data/lake'"):
         lake.LakeConfig.from_settings(Settings.from_env({**LAKE, "ATHANOR_LAKE_WAREHOUSE": "/data/lake"}))
 
 
@@ -102,3 +106,65 @@ def test_a_load_replaces_exactly_its_account_months() -> None:
     ]
     with pytest.raises(ValueError, match="replaces nothing"):
         lake._replaced_filter("billing_facts", [])
+
+
+def test_an_unreachable_catalog_is_named_without_its_password() -> None:
+    cfg = lake.LakeConfig(
+        catalog_uri="postgresql+psycopg2://u:secret@127.0.0.1:9/cat",  # port 9: nobody listens
+        warehouse="s3://bucket/lake",
+        namespace="athanor",
+        s3_endpoint_url=None,
+        region="us-east-1",
+    )
+    with pytest.raises(lake.LakeError) as caught:
+        lake.catalog(cfg)
+    assert "ATHANOR_LAKE_CATALOG_URI postgresql+psycopg2://u:***@127.0.0.1:9/cat" in str(caught.value)
+    assert "secret" not in str(caught.value)
+
+
+# A lake on this machine (SQLite catalog, file:// warehouse): the same code paths as on a
+# bucket with PostgreSQL (tests/integration/test_lake_warehouse.py), without the servers.
+@pytest.fixture
+def local_lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("ATHANOR_WAREHOUSE_MODE", "lake")
+    monkeypatch.setenv("ATHANOR_LAKE_CATALOG_URI", f"sqlite:///{tmp_path / 'catalog.db'}")
+    monkeypatch.setenv("ATHANOR_LAKE_WAREHOUSE", f"file://{tmp_path / 'lake'}")
+    (tmp_path / "lake").mkdir()
+    con = connect(tmp_path / "w.duckdb", memory_limit="512MB")
+    assert lake.attached(con)
+    yield con
+    con.close()
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        test_ingest.test_restated_month_replaces_the_earlier_delivery,
+        test_ingest.test_failed_restatement_leaves_the_previous_version,
+        test_ingest.test_failure_rolls_back_after_the_insert,
+    ],
+    ids=lambda case: case.__name__,
+)
+def test_file_mode_load_tests_hold_in_a_local_lake(case, local_lake, tmp_path: Path, monkeypatch) -> None:
+    args = (
+        (local_lake, tmp_path, monkeypatch)
+        if "monkeypatch" in case.__code__.co_varnames
+        else (local_lake, tmp_path)
+    )
+    case(*args)
+    staged = lake.staging(local_lake, "billing_facts")
+    assert local_lake.execute(f"select count(*) from {staged}").fetchall() == [(0,)]
+
+
+def test_a_column_added_by_a_migration_reaches_the_lake(local_lake, tmp_path: Path) -> None:
+    con = local_lake
+    ingest_billing(con, [write(tmp_path / "a/oct.csv", focus_rows("acct", "2026-10", ["1.00", "2.00"]))])
+    con.execute(f"alter table {lake.staging(con, 'billing_facts')} add column x_new_figure integer")
+    lake.attach(con, lake.config())  # what the next connect does after the migration
+    ingest_billing(con, [write(tmp_path / "b/nov.csv", focus_rows("acct", "2026-11", ["4.00"]))])
+    tbl = lake.table(lake.config(), "billing_facts")
+    assert "x_new_figure" in tbl.schema().column_names
+    assert con.execute(
+        "select strftime(billing_period_start, '%m'), count(*), count(x_new_figure), sum(billed_cost)"
+        " from billing_facts group by all order by 1"
+    ).fetchall() == [("10", 2, 0, D("3.00")), ("11", 1, 0, D("4.00"))]

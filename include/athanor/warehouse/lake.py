@@ -83,8 +83,11 @@ class LakeConfig:
         if missing:
             raise LakeError(f"ATHANOR_WAREHOUSE_MODE=lake needs {' and '.join(missing)}")
         assert settings.lake_catalog_uri and settings.lake_warehouse
-        if not settings.lake_warehouse.startswith("s3://"):
-            raise LakeError(f"ATHANOR_LAKE_WAREHOUSE must be an s3:// URL, got {settings.lake_warehouse!r}")
+        # file:// is for trying the mode on one machine (and for tests without servers).
+        if not settings.lake_warehouse.startswith(("s3://", "file:///")):
+            raise LakeError(
+                f"ATHANOR_LAKE_WAREHOUSE must be an s3:// (or file:///) URL, got {settings.lake_warehouse!r}"
+            )
         return cls(
             catalog_uri=settings.lake_catalog_uri,
             warehouse=settings.lake_warehouse.rstrip("/"),
@@ -122,19 +125,30 @@ def catalog(cfg: LakeConfig) -> SqlCatalog:
     }
     if cfg.s3_endpoint_url:
         properties["s3.endpoint"] = cfg.s3_endpoint_url
-    found = SqlCatalog("athanor", **properties)
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import SQLAlchemyError
+
     try:
+        found = SqlCatalog("athanor", **properties)
         found.create_namespace(cfg.namespace)
     except NamespaceAlreadyExistsError:
         pass
+    except SQLAlchemyError as exc:
+        shown = make_url(cfg.catalog_uri).render_as_string(hide_password=True)
+        reason = str(exc.orig if getattr(exc, "orig", None) else exc).strip().splitlines()[0]
+        raise LakeError(
+            f"the lake catalog (ATHANOR_LAKE_CATALOG_URI {shown}) cannot be used: {reason}"
+        ) from None
     return found
 
 
 @cache
 def filesystem(cfg: LakeConfig) -> Any:
     """pyarrow's S3 filesystem for the data files (credentials: the AWS SDK's usual chain)."""
-    from pyarrow.fs import S3FileSystem
+    from pyarrow.fs import LocalFileSystem, S3FileSystem
 
+    if cfg.warehouse.startswith("file://"):
+        return LocalFileSystem()
     return S3FileSystem(endpoint_override=cfg.s3_endpoint_url, region=cfg.region)
 
 
@@ -177,7 +191,7 @@ def data_files(tbl: Table, snapshot_id: int | None = None) -> list[str]:
                 f"{tbl.name()} has delete files (merge-on-read); Athanor reads copy-on-write tables"
             )
         files.append(task.file.file_path)
-    return [path.removeprefix("s3://").removeprefix("s3a://") for path in files]
+    return [path.removeprefix("s3://").removeprefix("s3a://").removeprefix("file://") for path in files]
 
 
 def staging(con: duckdb.DuckDBPyConnection, name: str) -> str:
@@ -186,14 +200,15 @@ def staging(con: duckdb.DuckDBPyConnection, name: str) -> str:
     return f'"{database}".main."{name}"'
 
 
-def _columns(con: duckdb.DuckDBPyConnection, name: str) -> list[str]:
+def _columns(con: duckdb.DuckDBPyConnection, name: str) -> list[tuple[str, str]]:
+    """The DuckDB table's (column, type) pairs, in order."""
     database = con.execute("select current_database()").fetchall()[0][0]
     rows = con.execute(
-        "select column_name from duckdb_columns() where database_name = ? and schema_name = 'main' "
-        "and table_name = ? order by column_index",
+        "select column_name, data_type from duckdb_columns() where database_name = ? "
+        "and schema_name = 'main' and table_name = ? order by column_index",
         [database, name],
     ).fetchall()
-    return [row[0] for row in rows]
+    return [(row[0], row[1]) for row in rows]
 
 
 # ---------------------------------------------------------------------- reading
@@ -238,7 +253,9 @@ def _view(
 
     files = data_files(tbl, snapshot_id) if snapshot_id is not None else []
     if files:
-        dataset = ds.dataset(files, filesystem=filesystem(cfg), format="parquet")
+        # The table's schema, not the files': a column added since a file was written reads as null.
+        schema = tbl.schema().as_arrow()
+        dataset = ds.dataset(files, filesystem=filesystem(cfg), format="parquet", schema=schema)
         con.register(_ARROW_PREFIX + name, dataset)
     _create_view(con, name, lake_rows=bool(files))
     logger.info(
@@ -254,17 +271,27 @@ def _create_view(
     con: duckdb.DuckDBPyConnection, name: str, *, lake_rows: bool, replaced_by: str | None = None
 ) -> None:
     """The view: the lake's rows (less those load `replaced_by` replaces) and the staged rows."""
-    columns = ", ".join(f'"{c}"' for c in _columns(con, name))
+    columns = _columns(con, name)
     staged = staging(con, name)
-    parts = [f"select {columns} from {staged}"]
+    parts = [f"select {', '.join(f'{_quoted(c)}' for c, _ in columns)} from {staged}"]
     if lake_rows:
-        lake = f"select {columns} from {_ARROW_PREFIX}{name}"
+        source = _ARROW_PREFIX + name
+        present = {row[0] for row in con.execute(f"describe select * from {source}").fetchall()}
+        # A column a migration added since the lake table last changed: null until a load adds it.
+        select = ", ".join(
+            _quoted(c) if c in present else f"cast(null as {t}) as {_quoted(c)}" for c, t in columns
+        )
+        lake = f"select {select} from {source}"
         if replaced_by is not None:
             keys = ", ".join(REPLACED_BY[name])
             load = "'" + replaced_by.replace("'", "''") + "'"
             lake += f" where ({keys}) not in (select distinct {keys} from {staged} where load_id = {load})"
         parts.insert(0, lake)
     con.execute(f'create or replace temp view "{name}" as ' + " union all ".join(parts))
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 def hide_replaced(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> None:
@@ -444,6 +471,13 @@ def commit_load(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> int:
     started = time.monotonic()
     for attempt in range(1, COMMIT_ATTEMPTS + 1):
         tbl = table(cfg, name, con)
+        added = [column for column in rows.schema.names if column not in tbl.schema().column_names]
+        if added:
+            # A migration added columns to the DuckDB table: the Iceberg table gains them too.
+            with tbl.update_schema() as update:
+                update.union_by_name(rows.schema)
+            logger.info("lake table %s: columns added: %s", tbl.name(), ", ".join(added))
+            tbl = tbl.refresh()
         try:
             with warnings.catch_warnings():
                 # A first load of its partitions replaces nothing, which pyiceberg warns about.
