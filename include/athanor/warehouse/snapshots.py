@@ -170,6 +170,9 @@ def stage(con: duckdb.DuckDBPyConnection, snapshot: Path) -> StagedSnapshot:
     goes up. Copies and files left by runs that were killed are removed first.
     """
     started = time.perf_counter()
+    # Written now, the warehouse file is not left newer than its snapshot when `con` closes
+    # (`athanor query` warns when it is).
+    con.execute("checkpoint")
     snapshot = Path(snapshot).absolute()
     snapshot.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_copies(snapshot)
