@@ -43,7 +43,7 @@ def load_month(con, load: str, month: int, rows: int) -> None:
                   make_timestamp(2026, $month, 1, 0, 0, 0) + (range % 672 + 1) * interval 1 hour,
                   'Usage', 'p4d.24xlarge usage', 'Standard', 1, 'Hours',
                   (range % 977) / 100, (range % 977) / 100 * 0.7, (range % 977) / 100,
-                  'us-east-1', 'i-' || md5((range % 50000)::varchar)[:17], 'Amazon EC2',
+                  'us-east-1', 'i-' || lpad((range % 50000)::varchar, 17, '0'), 'Amazon EC2',
                   'SKU' || (range % 300), map {'team': 'team-' || (range % 7)}, 'p4d.24xlarge',
                   'on_demand', 1
            from range($rows)""",
@@ -120,23 +120,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000])
     args = parser.parse_args()
-    results = []
-    for rows in args.rows:
-        root = Path(tempfile.mkdtemp(prefix="athanor-bench-snapshot-"))
-        try:
-            results.append(run(rows, root))
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
     header = (
         f"{'rows':>12}{'wh MB':>9}{'full copy s':>13}{'first publish s':>17}{'restated publish s':>20}"
         f"{'files':>7}{'rows written':>14}{'snap MB':>9}{'copy/new':>10}"
     )
-    print(header)
-    for r in results:
+    print(header, flush=True)
+    for rows in args.rows:
+        root = Path(tempfile.mkdtemp(prefix="athanor-bench-snapshot-"))
+        try:
+            r = run(rows, root)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
         print(
             f"{r['rows']:>12,}{r['warehouse MB']:>9,.0f}{r['full copy s']:>13.2f}{r['first publish s']:>17.2f}"
             f"{r['restated publish s']:>20.2f}{r['files written']:>7}{r['rows written']:>14,}"
-            f"{r['snapshot file MB']:>9.1f}{r['ratio']:>10.1f}"
+            f"{r['snapshot file MB']:>9.1f}{r['ratio']:>10.1f}",
+            flush=True,
         )
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak RSS {peak_mb:,.0f} MB; restated publish = one month of {MONTHS} rewritten, the rest reused")

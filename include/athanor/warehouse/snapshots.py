@@ -359,7 +359,7 @@ def _counts(
     if before and spec.touched is not None:
         con.execute(f"create or replace temp table {_NEW_LOADS} (load_id varchar)")
         if new_loads:
-            con.executemany(f"insert into {_NEW_LOADS} values (?)", [[load] for load in new_loads])
+            con.executemany(f"insert into {_NEW_LOADS} (load_id) values (?)", [[load] for load in new_loads])
         con.execute(
             f"create or replace temp table {_TOUCHED} as "
             + spec.touched.format(table=table, new_loads=_NEW_LOADS)
@@ -421,7 +421,9 @@ def _write_small_file(
                 continue
             target = f"{_STAGED}.{_ident(schema)}.{_ident(name)}"
             source = f"{_ident(database)}.{_ident(schema)}.{_ident(name)}"
-            staged.rows_copied += con.execute(f"insert into {target} select * from {source}").fetchone()[0]
+            staged.rows_copied += con.execute(
+                f"insert into {target} by name select * from {source}"
+            ).fetchone()[0]
             staged.tables_copied += 1
         _write_manifest(con, parts, previous_files, loads)
         con.execute("commit")
@@ -480,13 +482,15 @@ def _write_manifest(
     )
     if parts:
         con.executemany(
-            f"insert into {prefix}.partitions values (?, ?, ?, ?, ?)",
+            f"insert into {prefix}.partitions (table_name, partition_key, row_count, columns, file) values (?, ?, ?, ?, ?)",
             [[p.table, p.key, p.rows, p.columns, p.file] for p in parts],
         )
     if previous_files:
-        con.executemany(f"insert into {prefix}.retained values (?)", [[f] for f in sorted(previous_files)])
+        con.executemany(
+            f"insert into {prefix}.retained (file) values (?)", [[f] for f in sorted(previous_files)]
+        )
     if loads:
-        con.executemany(f"insert into {prefix}.loads_seen values (?)", [[e] for e in sorted(loads)])
+        con.executemany(f"insert into {prefix}.loads_seen (entry) values (?)", [[e] for e in sorted(loads)])
 
 
 def _ledger(con: duckdb.DuckDBPyConnection, database: str) -> frozenset[str]:
