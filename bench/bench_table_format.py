@@ -14,7 +14,7 @@ pins DuckDB 2.0.1. So this script builds two scratch venvs under --scratch (pyth
 and runs itself inside them (`worker` sub-command) for every step. The orchestrating part needs
 only the standard library:
 
-    python3.11 bench/bench_table_format.py [--scratch /tmp/athanor-tf] [--rows-per-month 1000000]
+    python3.11 bench/bench_table_format.py [--scratch /tmp/athanor-table-format] [--rows-per-month 1000000]
         [--months 12] [--big-rows 8000000] [--formats ducklake,iceberg] [--rgw-port 7581]
 
 Steps, per format: load M months of N rows (one commit per month, partitioned by provider,
