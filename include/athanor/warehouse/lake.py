@@ -188,7 +188,7 @@ def data_files(tbl: Table, snapshot_id: int | None = None) -> list[str]:
     for task in tbl.scan(snapshot_id=snapshot_id).plan_files():
         if task.delete_files:
             raise LakeError(
-                f"{tbl.name()} has delete files (merge-on-read); Athanor reads copy-on-write tables"
+                f"{'.'.join(tbl.name())} has delete files (merge-on-read); Athanor reads copy-on-write tables"
             )
         files.append(task.file.file_path)
     return [path.removeprefix("s3://").removeprefix("s3a://").removeprefix("file://") for path in files]
@@ -257,10 +257,12 @@ def _view(
         schema = tbl.schema().as_arrow()
         dataset = ds.dataset(files, filesystem=filesystem(cfg), format="parquet", schema=schema)
         con.register(_ARROW_PREFIX + name, dataset)
+    elif _registered(con, name):
+        con.unregister(_ARROW_PREFIX + name)  # an earlier snapshot's files
     _create_view(con, name, lake_rows=bool(files))
     logger.info(
         "lake table %s: snapshot %s, %d data file(s), read as view %s",
-        tbl.name(),
+        ".".join(tbl.name()),
         snapshot_id,
         len(files),
         name,
@@ -301,12 +303,15 @@ def hide_replaced(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> No
     sees what the commit will leave. Undone with the load's transaction if it fails; the
     commit (`commit_load`) points the view at the new snapshot.
     """
-    lake_rows = bool(
-        con.execute(
-            "select count(*) from duckdb_views() where temporary and view_name = ?", [_ARROW_PREFIX + name]
-        ).fetchall()[0][0]
-    )
-    _create_view(con, name, lake_rows=lake_rows, replaced_by=load_id)
+    _create_view(con, name, lake_rows=_registered(con, name), replaced_by=load_id)
+
+
+def _registered(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    """Whether `con` has a snapshot's data files of table `name` registered."""
+    found = con.execute(
+        "select count(*) from duckdb_views() where temporary and view_name = ?", [_ARROW_PREFIX + name]
+    ).fetchall()
+    return bool(found[0][0])
 
 
 def open_as_of(
@@ -329,7 +334,9 @@ def open_as_of(
     for name, snapshot_id in snapshots.items():
         tbl = table(cfg, name)
         if tbl.snapshot_by_id(snapshot_id) is None:
-            raise LakeError(f"{tbl.name()} has no snapshot {snapshot_id} (expired, or another table's id?)")
+            raise LakeError(
+                f"{'.'.join(tbl.name())} has no snapshot {snapshot_id} (expired, or another table's id?)"
+            )
         schema = tbl.schema().as_arrow()
         files = data_files(tbl, snapshot_id)
         dataset = ds.dataset(files, filesystem=filesystem(cfg), format="parquet", schema=schema)
@@ -409,7 +416,7 @@ def attach_for_query(
         pinned = {"billing_facts": snapshot_id}
         tbl = table(cfg, "billing_facts")
         if tbl.snapshot_by_id(snapshot_id) is None:
-            raise LakeError(f"{tbl.name()} has no snapshot {snapshot_id}")
+            raise LakeError(f"{'.'.join(tbl.name())} has no snapshot {snapshot_id}")
     elif not published:
         pinned = {}
     else:
@@ -476,7 +483,7 @@ def commit_load(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> int:
             # A migration added columns to the DuckDB table: the Iceberg table gains them too.
             with tbl.update_schema() as update:
                 update.union_by_name(rows.schema)
-            logger.info("lake table %s: columns added: %s", tbl.name(), ", ".join(added))
+            logger.info("lake table %s: columns added: %s", ".".join(tbl.name()), ", ".join(added))
             tbl = tbl.refresh()
         try:
             with warnings.catch_warnings():
@@ -491,7 +498,7 @@ def commit_load(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> int:
                 raise
             logger.info(
                 "lake table %s changed under load %s (%s); reading it again, retry %d",
-                tbl.name(),
+                ".".join(tbl.name()),
                 load_id,
                 str(exc).splitlines()[0],
                 attempt,
@@ -504,7 +511,7 @@ def commit_load(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> int:
     _view(con, cfg, name, tbl, snapshot.snapshot_id)
     logger.info(
         "lake table %s: load %s committed %d rows in %d partition key(s) as snapshot %d in %.2f s",
-        tbl.name(),
+        ".".join(tbl.name()),
         load_id,
         rows.num_rows,
         len(keys),
