@@ -314,7 +314,8 @@ def validate_batch(
     _prepare(con, context, config, file_figures)
     target = table
     if table in LOADED_TABLES and context.load_id:
-        con.execute(sql("quality/run/batch_view", view=BATCH_VIEW, table=quote_ident(table)))
+        load = "'" + context.load_id.replace("'", "''") + "'"
+        con.execute(sql("quality/run/batch_view", view=BATCH_VIEW, table=quote_ident(table), load_id=load))
         target = BATCH_VIEW
     columns = _columns(con, target)
     index_columns = [c for c in ("source_file", "source_row") if c in columns]
