@@ -1,8 +1,9 @@
 -- Grain: one row per GPU pool (instance family x region) per hour.
 -- Units are instance-hours normalised to the family's reference size (the largest
 -- size in ref_instance_types), so a g5.12xlarge hour counts as 0.25 of a g5.48xlarge.
--- Read from billing_gpu_hourly (the loads' hourly sums of the same billing lines: usage hours
--- in USD), so the nightly rebuild reads hours x instance types, not every billing line.
+-- Read from the `hourly` fragment: billing_gpu_hourly (the loads' hourly sums of the same billing lines:
+-- usage hours in USD), so the nightly rebuild reads hours x instance types, not every billing
+-- line; or the same sums of the lines when it does not cover them (athanor.ingest.daily).
 with usage as (
     select
         g.hour,
@@ -12,7 +13,7 @@ with usage as (
         g.usage_hours * ref.normalization_factor                       as normalized_hours,
         cast(g.effective_cost_usd as double)                           as effective_cost_usd,
         cast(g.list_cost_usd as double)                                as list_cost_usd
-    from billing_gpu_hourly as g
+    from {hourly} as g
     join ref_instance_types as ref on ref.instance_type = g.x_instance_type
 ),
 

@@ -3,11 +3,12 @@
 -- credits and adjustments (and any one-time charge), which land on known days of the billing
 -- cycle and are compared with the months before; 'usage': the rest, compared day by day.
 -- Effective cost (amortised), as the rest of the report. Currencies are never added together.
--- Read from billing_daily (the loads' daily sums of billing_facts, same kinds and labels): the
--- watch reads every billed day, and days x labels stay small however many lines a day holds.
+-- Read from the `daily` fragment: billing_daily (the loads' daily sums of billing_facts, same kinds and
+-- labels), so the watch reads every billed day as days x labels however many lines a day holds;
+-- or the same sums of the lines when billing_daily does not cover them (athanor.ingest.daily).
 with charges as (
     select day, billing_currency as currency, kind, service, account, team, effective_cost
-    from billing_daily
+    from {daily}
     where day >= $start
       and day < $end
 ),

@@ -9,7 +9,7 @@ from datetime import date
 
 import pytest
 
-from athanor.recommend.nightly import PricingAssumptions, recommend_purchases
+from athanor.recommend.nightly import PricingAssumptions, build_demand_mart, recommend_purchases
 from athanor.warehouse import sql
 from tests.unit.test_assumptions import _fill
 
@@ -30,7 +30,7 @@ def _mix(con) -> dict[str, tuple]:
 def test_a_class_per_phase_named_after_it(warehouse) -> None:
     _fill(warehouse)
     warehouse.execute("update job_run_facts set phase = case when source_row < 20 then 'explore' end")
-    warehouse.execute("create or replace table mart_gpu_demand_hourly as " + sql("marts/gpu_demand_hourly"))
+    build_demand_mart(warehouse)
     classes = warehouse.execute(
         f"select job_class, phase, jobs, gpu_hours from ({sql('marts/job_classes')})", NOVEMBER
     ).fetchall()

@@ -129,7 +129,10 @@ def duration_models(con: duckdb.DuckDBPyConnection, run_id: str, as_of: date) ->
 
 
 def build_demand_mart(con: duckdb.DuckDBPyConnection) -> int:
-    con.execute(f"create or replace table mart_gpu_demand_hourly as {sql('marts/gpu_demand_hourly')}")
+    from athanor.ingest.daily import gpu_hourly_source
+
+    mart = sql("marts/gpu_demand_hourly", hourly=gpu_hourly_source(con))
+    con.execute(f"create or replace table mart_gpu_demand_hourly as {mart}")
     return con.execute("select count(*) from mart_gpu_demand_hourly").fetchone()[0]
 
 

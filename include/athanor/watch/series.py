@@ -9,6 +9,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from athanor.ingest.daily import daily_source
 from athanor.warehouse import sql
 
 SCOPE_KINDS = ("total", "service", "account", "team")
@@ -43,14 +44,17 @@ class DailyCosts:
 
 def read_daily_costs(con: duckdb.DuckDBPyConnection, as_of: date, start: date | None = None) -> DailyCosts:
     """The daily costs of [start, as_of] (every billed day up to as_of without a start)."""
+    daily = daily_source(con)
     first = con.execute(
-        "select min(day) from billing_daily where day < ?", [as_of + timedelta(days=1)]
+        f"select min(day) from {daily} where day < ?", [as_of + timedelta(days=1)]
     ).fetchone()[0]
     if first is None:
         empty = pd.DataFrame(columns=["scope_kind", "scope_value", "currency", "day", "kind", "cost"])
         return DailyCosts(empty, None, as_of)
     start = max(start, first) if start else first
-    frame = con.execute(sql("watch/daily_costs"), {"start": start, "end": as_of + timedelta(days=1)}).df()
+    frame = con.execute(
+        sql("watch/daily_costs", daily=daily), {"start": start, "end": as_of + timedelta(days=1)}
+    ).df()
     frame["day"] = pd.to_datetime(frame["day"])
     frame["cost"] = frame["cost"].astype(float)
     return DailyCosts(frame, start, as_of)

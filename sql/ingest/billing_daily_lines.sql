@@ -1,7 +1,7 @@
--- The daily sums of a load's partitions, from the load's own rows (in the lake mode too, where
--- they are still staged): after the load they are all that the partitions hold. Keep the
+-- billing_facts summed to billing_daily's grain, for the lines the `where` fragment selects: a load's own rows
+-- (athanor.ingest.daily keeps billing_daily with them), or every line (read in its place when
+-- billing_daily does not cover billing_facts: a warehouse written outside the load). Keep the
 -- expressions equal to the backfill in sql/schema/045_billing_daily.sql.
-insert into billing_daily by name
 select
     billing_account_id,
     billing_period_start,
@@ -15,5 +15,5 @@ select
     count(*) as line_items,
     max(charge_period_end) as last_charge_end
 from billing_facts
-where load_id = $load_id
+where {where}
 group by all
