@@ -18,7 +18,15 @@ from typing import Any
 import duckdb
 
 # Columns that name the run or the wall clock, not the data.
-VOLATILE_COLUMNS = {"run_id", "first_run_id", "started_at", "finished_at", "checked_at", "sent_at"}
+VOLATILE_COLUMNS = {
+    "run_id",
+    "first_run_id",
+    "started_at",
+    "finished_at",
+    "checked_at",
+    "sent_at",
+    "fitted_at",
+}
 VOLATILE_JSON_KEYS = {"run_id", "generated_at"}
 # The run log: its summaries carry timings. The schema ledger: hashes of the SQL files, not data.
 VOLATILE_TABLES = {"pipeline_runs", "schema_migrations"}
