@@ -9,7 +9,7 @@ create table if not exists lake_snapshots (
     primary key (run_id, table_name)
 );
 
-comment on table lake_snapshots is 'The Iceberg snapshot of each lake table a run read (lake mode): open the run''s view of the warehouse with athanor.warehouse.lake.open_as_of.';
+comment on table lake_snapshots is 'Grain: one row per run and lake table. The Iceberg snapshot each lake table had when the run recorded it (lake mode): the run''s view of the warehouse, opened with athanor.warehouse.lake.open_as_of or athanor query.';
 comment on column lake_snapshots.run_id is 'pipeline_runs.run_id';
 comment on column lake_snapshots.table_name is 'The fact table kept in the lake (billing_facts).';
 comment on column lake_snapshots.snapshot_id is 'The table''s Iceberg snapshot id when the run recorded it.';
