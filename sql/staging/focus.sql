@@ -77,8 +77,10 @@ typed as (
         x_Operation                                                    as x_operation,
         cast(null as varchar)                                          as x_line_item_id,
         -- Not a FOCUS column: exporters that know the end date add it. A bad value is not
-        -- worth failing a month's load over; it reads as unknown.
-        cast(try_cast(nullif(x_CommitmentDiscountEnd, '') as timestamptz) as timestamp) as x_commitment_end,
+        -- worth failing a month's load over; it reads as unknown. Text in a CSV, a timestamp in
+        -- a typed Parquet: comparing a timestamp with '' would fail the load, so read it as text.
+        cast(try_cast(nullif(cast(x_CommitmentDiscountEnd as varchar), '') as timestamptz) as timestamp)
+                                                                       as x_commitment_end,
         __extras                                                       as x_provider_columns,
         -- FOCUS 1.2 columns kept for analysts (null in a 1.0 / 1.1 file).
         InvoiceId                                                      as invoice_id,

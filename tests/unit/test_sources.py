@@ -136,6 +136,22 @@ def test_focus_csv_gz_and_parquet_load_the_same(con, tmp_path: Path) -> None:
         assert facts(con, "* exclude (load_id, source_file)") == first
 
 
+def test_focus_parquet_with_a_typed_commitment_end_loads(con, tmp_path: Path) -> None:
+    # A typed Parquet export carries x_CommitmentDiscountEnd as a timestamp, not text: the
+    # staging's empty-string check used to fail the whole file on it.
+    rows = [{**FOCUS_ROW, "x_CommitmentDiscountEnd": "2027-01-30T00:00:00Z"},
+            {**FOCUS_ROW, "BilledCost": "3", "x_CommitmentDiscountEnd": ""}]  # fmt: skip
+    plain = write_csv(tmp_path / "a.csv", rows)
+    typed = tmp_path / "typed.parquet"
+    duckdb.execute(
+        "copy (select * replace (cast(nullif(x_CommitmentDiscountEnd, '') as timestamptz)"
+        f" as x_CommitmentDiscountEnd) from read_csv('{plain}', all_varchar=true)) to '{typed}' (format parquet)"
+    )
+    assert ingest_billing(con, [typed]).billed_cost == {"USD": D("4.5")}  # 1.50 + 3
+    ends = facts(con, "x_commitment_end::varchar")
+    assert sorted(ends, key=str) == [("2027-01-30 00:00:00",), (None,)]
+
+
 def test_focus_missing_mandatory_column_is_named(con, tmp_path: Path) -> None:
     rows = [{k: v for k, v in FOCUS_ROW.items() if k != "BillingPeriodEnd"}]
     with pytest.raises(IngestError, match=r"column BillingPeriodEnd: missing mandatory FOCUS 1.0-1.2 column"):
