@@ -39,6 +39,7 @@ def refresh_billing_daily(con: duckdb.DuckDBPyConnection, load_id: str) -> dict[
     }
     for table in SUMMARIES:
         deleted = con.execute(sql(f"ingest/{table}_delete"), {"load_id": load_id}).fetchone()[0]
+        # Spelled out, so the one-writer-per-table scan (tests/unit/test_warehouse_writers.py) sees both.
         insert = {
             "billing_daily": "insert into billing_daily by name ",
             "billing_gpu_hourly": "insert into billing_gpu_hourly by name ",
