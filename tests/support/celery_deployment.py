@@ -189,7 +189,9 @@ class CeleryDeployment:
                 "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
                 "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
                 "_AIRFLOW_WWW_USER_USERNAME": ADMIN,
-                "_AIRFLOW_WWW_USER_PASSWORD": secrets.token_urlsafe(16),
+                # Leading "-" on purpose: compose's init must pass it as a value, not an option
+                # (token_urlsafe alone starts with one in about 1.5 % of runs).
+                "_AIRFLOW_WWW_USER_PASSWORD": "-" + secrets.token_urlsafe(16),
             }
         )
         self.env = env

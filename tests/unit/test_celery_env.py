@@ -8,6 +8,7 @@ one and not the other fails here.
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pytest
@@ -73,9 +74,22 @@ def test_the_harness_runs_what_the_services_run() -> None:
     commands = init_commands()
     assert commands[0] == "airflow db migrate"
     assert commands[1].startswith(
-        'airflow users create --role Admin --username "${_AIRFLOW_WWW_USER_USERNAME}"'
+        'airflow users create --role Admin --username="${_AIRFLOW_WWW_USER_USERNAME}"'
     )
     assert commands[2].startswith("airflow pools set athanor_duckdb_writer 1 ")
+
+
+def test_the_admin_password_is_read_as_a_value_even_when_it_starts_with_a_dash() -> None:
+    # Airflow's own parser, on the init line as the shell would expand it.
+    from airflow.cli.cli_parser import get_parser
+
+    line = init_commands()[1]
+    password = "-Xq_9-dash"
+    expanded = line.replace("${_AIRFLOW_WWW_USER_USERNAME}", "admin").replace(
+        "${_AIRFLOW_WWW_USER_PASSWORD}", password
+    )
+    args = get_parser().parse_args(shlex.split(expanded)[1:])
+    assert (args.username, args.password, args.role) == ("admin", password, "Admin")
 
 
 def test_a_line_compose_would_misread_is_refused(tmp_path: Path) -> None:
