@@ -3,11 +3,18 @@
     .venv/bin/python bench/bench_nightly.py --months M --rows-per-month N [--mode file|lake]
 
 1. Builds a warehouse of M months (ending 2026-11) of N FOCUS 1.2 billing rows each, plus one
-   job run per ~2,000 billing rows in the generic job-log format, through the product's own
-   load path (`athanor ingest`), then runs the nightly of the last day once (`athanor run`),
-   as production would have last night. Delivery files are generated fast: one month with
-   the demo's bench writer (`athanor.demo.bench.generate_focus_rows`), the other months by
-   DuckDB SQL moving that month's rows to theirs.
+   job run per ~2,000 billing rows in the generic job-log format, then runs the nightly of the
+   last day once (`athanor run`), as production would have last night. The latest month's
+   billing and every month's job log go through the product's own load (`athanor ingest`).
+   The older billing months, with `--history copy` (the default), are that loaded month moved
+   to theirs inside the warehouse by SQL, each with its own `loads` row and its partition
+   summaries kept by the load's own function (`athanor.ingest.daily.refresh_billing_daily`):
+   loading 12 x 8 M lines through the product takes about 1.5 hours on a 2-core machine, the
+   copy a few minutes, and the timed steps below do not depend on how history got there.
+   `--history loads` loads every month through `athanor ingest` instead (the lake mode's only
+   way: its history lives in Iceberg). Delivery files are generated fast: one month with the
+   demo's bench writer (`athanor.demo.bench.generate_focus_rows`), the other months (`loads`
+   only) by DuckDB SQL moving that month's rows to theirs.
 2. Lands a restatement of the latest month (the same month: ~2 % of its lines gone, ~10 % of
    the on-demand and spot lines cheaper) and times ONE `athanor run` in a fresh process:
    every stage of `athanor.flow.STAGES`, publish and the analysts' snapshot included.
@@ -17,9 +24,8 @@ It prints the per-stage breakdown of the timed nightly (from `pipeline_runs`), a
 (months, rows in warehouse, nightly s, month-load s, peak RSS of each process) and, last,
 `nightly/month-load ratio: X`.
 
-`--mode lake` sets ATHANOR_WAREHOUSE_MODE=lake for every process; the servers it needs come
-from `lake_servers()` in bench/lake_servers.py (a context manager yielding the extra
-environment variables), which lake mode provides.
+`--mode lake` sets ATHANOR_WAREHOUSE_MODE=lake for every process, with the catalog database
+and the bucket from `lake_servers()` in bench/lake_servers.py.
 """
 
 from __future__ import annotations
@@ -158,8 +164,11 @@ copy (
 """
 
 
-def write_deliveries(work: Path, months: list[date], rows: int) -> dict[date, tuple[Path, Path]]:
-    """The billing Parquet and job-log CSV of every month (kept between runs of the same size)."""
+def write_deliveries(
+    work: Path, months: list[date], rows: int, billed: set[date]
+) -> dict[date, tuple[Path | None, Path]]:
+    """Every month's job-log CSV, and the billing Parquet of the months in `billed` (kept
+    between runs of the same size)."""
     import duckdb
 
     source = template(rows)
@@ -170,10 +179,10 @@ def write_deliveries(work: Path, months: list[date], rows: int) -> dict[date, tu
     files = {}
     for month in months:
         end = _next_month(month)
-        billing = out / f"focus-{month:%Y-%m}.parquet"
+        billing = out / f"focus-{month:%Y-%m}.parquet" if month in billed else None
         jobs = out / f"jobs-{month:%Y-%m}.csv"
         hours = (end - month).days * 24
-        if not billing.exists():
+        if billing is not None and not billing.exists():
             con.execute(
                 _MOVE.format(
                     start=f"{month} 00:00:00+00",
@@ -214,6 +223,80 @@ def write_restatement(billing: Path, landing: Path) -> Path:
     return out
 
 
+# The loaded month's lines moved to an older month, by whole days from the period start (the
+# days a shorter month lacks are left out); lineage names the month's own file.
+_COPY_MONTH = """
+insert into billing_facts by name
+select * replace (
+    $load_id as load_id,
+    $file as source_file,
+    billing_period_start + $shift as billing_period_start,
+    billing_period_end + $shift + $shorter as billing_period_end,
+    charge_period_start + $shift as charge_period_start,
+    charge_period_end + $shift as charge_period_end,
+    x_commitment_end + $shift as x_commitment_end
+)
+from billing_facts
+where load_id = $source and charge_period_start + $shift < billing_period_end + $shift + $shorter
+"""
+
+_COPY_LOAD = """
+insert into loads by name
+select * replace (
+    $load_id as load_id,
+    [$file] as files,
+    sha256($load_id) as checksum_sha256,
+    [$period] as billing_periods,
+    (select count(*) from billing_facts where load_id = $load_id) as row_count
+)
+from loads where load_id = $source
+"""
+
+
+def copy_history(warehouse: Path, months: list[date]) -> None:
+    """Fill `months` of billing history with the one loaded month moved to each (see the module's
+    docstring), one transaction per month, partition summaries kept as a load keeps them."""
+    import duckdb
+
+    from athanor.ingest.daily import refresh_billing_daily
+
+    con = duckdb.connect(str(warehouse))
+    try:
+        con.execute("set threads = 2")
+        source, source_period = con.execute(
+            """select load_id, billing_period_start from loads join billing_facts using (load_id)
+               where kind = 'billing' and status = 'loaded' limit 1"""
+        ).fetchone()
+        source_month = source_period.date()
+        for month in months:
+            load_id = f"bench{month:%Y%m}"
+            con.execute("begin")
+            con.execute(
+                _COPY_MONTH,
+                {
+                    "load_id": load_id,
+                    "source": source,
+                    "file": f"focus-{month:%Y-%m}.parquet",
+                    "shift": month - source_month,
+                    "shorter": (_next_month(month) - month) - (_next_month(source_month) - source_month),
+                },
+            )
+            con.execute(
+                _COPY_LOAD,
+                {
+                    "load_id": load_id,
+                    "source": source,
+                    "file": f"focus-{month:%Y-%m}.parquet",
+                    "period": f"{month:%Y-%m}",
+                },
+            )
+            refresh_billing_daily(con, load_id)
+            con.execute("commit")
+        con.execute("checkpoint")
+    finally:
+        con.close()
+
+
 # ------------------------------------------------------------------ measured processes
 
 
@@ -244,11 +327,6 @@ def servers(mode: str, work: Path) -> Iterator[dict[str, str]]:
     if mode == "file":
         yield {}
         return
-    if not (ROOT / "bench" / "lake_servers.py").exists():
-        raise SystemExit(
-            "lake mode needs bench/lake_servers.py with a lake_servers(work) context manager that "
-            "starts the catalog database and the S3-compatible bucket and yields their settings"
-        )
     sys.path.insert(0, str(ROOT / "bench"))
     from lake_servers import lake_servers  # type: ignore[import-not-found]
 
@@ -287,9 +365,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--months", type=int, required=True)
     parser.add_argument("--rows-per-month", type=int, required=True)
     parser.add_argument("--mode", choices=["file", "lake"], default="file")
+    parser.add_argument(
+        "--history",
+        choices=["copy", "loads"],
+        default=None,
+        help="how the older months get into the warehouse (default: copy in file mode, loads in lake mode)",
+    )
     args = parser.parse_args(argv)
+    history = args.history or ("copy" if args.mode == "file" else "loads")
+    if args.mode == "lake" and history == "copy":
+        parser.error("--history copy writes the DuckDB file; the lake mode's history is loaded")
     months = months_ending(LAST_MONTH, args.months)
-    work = CACHE / f"{args.mode}-{args.months}x{args.rows_per_month}"
+    work = CACHE / f"{args.mode}-{history}-{args.months}x{args.rows_per_month}"
     home = work / "home"
     shutil.rmtree(home, ignore_errors=True)
     home.mkdir(parents=True)
@@ -299,7 +386,8 @@ def main(argv: list[str] | None = None) -> int:
     as_of_day = date.fromordinal(as_of).isoformat()
 
     clock = time.perf_counter()
-    files = write_deliveries(work, months, args.rows_per_month)
+    loaded = set(months) if history == "loads" else {months[-1]}
+    files = write_deliveries(work, months, args.rows_per_month, loaded)
     print(
         f"deliveries: {len(months)} months x {args.rows_per_month:,} rows ready in "
         f"{time.perf_counter() - clock:.0f} s",
@@ -322,12 +410,15 @@ def main(argv: list[str] | None = None) -> int:
         env = env_for(home, extra)
         (home / "landing").mkdir()
         clock = time.perf_counter()
-        # The history, loaded month by month as it was delivered, and last night's run.
-        for month in months:
-            measure(athanor("ingest", *map(str, files[month])), env, log)
+        # The history, month by month as it was delivered (see the docstring for `copy`), and
+        # last night's run.
+        for month in sorted(months, key=lambda m: m not in loaded):
+            measure(athanor("ingest", *(str(f) for f in files[month] if f is not None)), env, log)
+        if history == "copy":
+            copy_history(home / "warehouse" / "athanor.duckdb", months[:-1])
         measure(athanor("run", "--as-of", as_of_day, "--run-id", "bench-last-night"), env, log)
         built = time.perf_counter() - clock
-        print(f"warehouse built in {built:.0f} s (loads and last night's run)", flush=True)
+        print(f"warehouse built in {built:.0f} s (history by {history}, and last night's run)", flush=True)
 
         # Tonight: the latest month restated, one nightly run.
         restated = write_restatement(files[months[-1]][0], home / "landing")
