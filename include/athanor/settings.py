@@ -85,6 +85,10 @@ class WatchSettings:
     anomaly_lookback_days: int = 14  # the nightly run judges (and alerts on) this many last days
     forecast_horizon_days: int = 90
     forecast_interval: float = 0.8  # the prediction interval's coverage
+    # The nightly watch reads (and the forecast trains on) this many days up to as_of: half a
+    # year holds 26 weekly cycles and the anomaly rules' 3 months, and keeps the nightly's cost
+    # from growing with the years of history the warehouse holds.
+    history_days: int = 182
     budgets: Path | None = None  # the budgets file (YAML or CSV): ATHANOR_BUDGETS, else <home>/budgets.yaml
 
 
@@ -99,6 +103,7 @@ _WATCH_ENV = {
     "anomaly_lookback_days": ("ATHANOR_ANOMALY_LOOKBACK_DAYS", int),
     "forecast_horizon_days": ("ATHANOR_FORECAST_HORIZON_DAYS", int),
     "forecast_interval": ("ATHANOR_FORECAST_INTERVAL", float),
+    "history_days": ("ATHANOR_WATCH_HISTORY_DAYS", int),
     "budgets": ("ATHANOR_BUDGETS", Path),
 }
 

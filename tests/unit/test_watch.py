@@ -204,6 +204,35 @@ def test_the_forecast_chooses_its_trend_by_backtest_and_adds_the_months_fees(war
     assert horizons["total", 30].mape < 0.02
 
 
+def test_the_nightly_watch_reads_only_its_window_of_history(warehouse, tmp_path: Path) -> None:
+    # A year billed: 10,000 a day for the first half, then a weekly pattern around 100 for the
+    # last 182 days (WatchSettings.history_days). The watch must see the same as in a warehouse
+    # holding those 182 days alone, so a year more of history costs the nightly nothing.
+    from athanor.warehouse import connect
+
+    window = AS_OF - timedelta(days=181)
+    old = [line(d, 10_000.0) for d in days(AS_OF - timedelta(days=364), window - timedelta(days=1))]
+    recent = [line(d, 100.0 + 5.0 * (i % 7)) for i, d in enumerate(days(window, AS_OF))]
+    bill(warehouse, old + recent)
+    alone = connect(tmp_path / "recent.duckdb", memory_limit="1GB")
+    try:
+        bill(alone, recent)
+        settings = WatchSettings(forecast_horizon_days=31)
+        year, half = (compute(c, AS_OF, settings, anomalies=False) for c in (warehouse, alone))
+        year_total, half_total = (
+            next(f for f in w.forecasts if f.scope_kind == "total") for w in (year, half)
+        )
+        assert list(year_total.cost) == list(half_total.cost)
+        assert year.accuracy == half.accuracy
+        # Wider than the window, the first half-year's level is seen again.
+        longer = compute(
+            warehouse, AS_OF, WatchSettings(forecast_horizon_days=31, history_days=365), anomalies=False
+        )
+        assert next(f for f in longer.forecasts if f.scope_kind == "total").cost[0] != half_total.cost[0]
+    finally:
+        alone.close()
+
+
 # --------------------------------------------------------------------------- budgets
 
 

@@ -15,7 +15,7 @@ from athanor.watch import alerts
 from athanor.watch.anomalies import Anomaly, find_anomalies, top_lines_json
 from athanor.watch.budgets import Budget, BudgetsError, BudgetStatus, read_budgets, statuses
 from athanor.watch.forecast import Accuracy, ScopeForecast, forecast_scopes, month_ends
-from athanor.watch.series import DailyCosts, read_daily_costs
+from athanor.watch.series import DailyCosts, add_months, read_daily_costs
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,15 @@ def compute(
     """Everything the watch finds for `as_of`, from the warehouse, writing nothing."""
     if horizon_days is not None and horizon_days < 1:
         raise ValueError(f"the forecast horizon must be at least 1 day, got {horizon_days}")
-    costs = read_daily_costs(con, as_of)
+    start = as_of - timedelta(days=settings.history_days - 1)
+    if since is not None:
+        # Anomalies judged from `since` need their comparison weeks and months before it too.
+        start = min(
+            start,
+            since - timedelta(days=7 * settings.anomaly_weeks),
+            add_months(since.replace(day=1), -settings.anomaly_months),
+        )
+    costs = read_daily_costs(con, as_of, start)
     watch = Watch(as_of)
     if anomalies:
         watch.anomalies = find_anomalies(con, as_of, settings, since=since, costs=costs)
