@@ -168,3 +168,281 @@ def test_a_column_added_by_a_migration_reaches_the_lake(local_lake, tmp_path: Pa
         "select strftime(billing_period_start, '%m'), count(*), count(x_new_figure), sum(billed_cost)"
         " from billing_facts group by all order by 1"
     ).fetchall() == [("10", 2, 0, D("3.00")), ("11", 1, 0, D("4.00"))]
+
+
+# ---------------------------------------------------------------- job runs, storage, GPU samples
+
+
+def test_a_job_log_replaces_its_jobs_by_source_and_id() -> None:
+    """Keys differing in their last column share one In; any of them matches, nothing else."""
+    from pyiceberg.expressions import And, EqualTo, In, Or
+    from pyiceberg.expressions.visitors import expression_evaluator
+    from pyiceberg.schema import Schema
+    from pyiceberg.typedef import Record
+    from pyiceberg.types import NestedField, StringType
+
+    keys = [("generic", "j-1"), ("slurm", "7"), ("slurm", "8")]
+    found = lake._replaced_filter("job_run_facts", keys)
+    assert found == Or(
+        And(EqualTo("source", "generic"), EqualTo("job_id", "j-1")),
+        And(EqualTo("source", "slurm"), In("job_id", {"7", "8"})),
+    )
+    schema = Schema(
+        NestedField(1, "source", StringType(), required=True),
+        NestedField(2, "job_id", StringType(), required=True),
+    )
+    matches = expression_evaluator(schema, found, case_sensitive=True)
+    rows = [("generic", "j-1"), ("generic", "7"), ("slurm", "7"), ("slurm", "8"), ("slurm", "j-1")]
+    assert [matches(Record(*row)) for row in rows] == [True, False, True, True, False]
+
+
+def test_a_telemetry_load_replaces_each_gpus_span_only() -> None:
+    """As sql/ingest/telemetry_replace.sql: per GPU, its samples from first to last instant."""
+    from pyiceberg.expressions import And, GreaterThanOrEqual, In, LessThanOrEqual, Or
+    from pyiceberg.expressions.visitors import expression_evaluator
+    from pyiceberg.schema import Schema
+    from pyiceberg.typedef import Record
+    from pyiceberg.types import NestedField, StringType, TimestampType
+
+    t0, t1, t2 = datetime(2026, 11, 3, 14), datetime(2026, 11, 3, 14, 10), datetime(2026, 11, 3, 15)
+    keys = [("g1", t0, t1), ("g2", t0, t1), ("g3", t0, t2)]
+    found = lake._replaced_filter("gpu_samples", keys)
+    # g1 and g2 share their span, so one In; g3 has a span of its own.
+    assert found == Or(
+        And(
+            In("gpu_id", {"g1", "g2"}),
+            GreaterThanOrEqual("sampled_at", t0.isoformat()),
+            LessThanOrEqual("sampled_at", t1.isoformat()),
+        ),
+        And(
+            In("gpu_id", {"g3"}),
+            GreaterThanOrEqual("sampled_at", t0.isoformat()),
+            LessThanOrEqual("sampled_at", t2.isoformat()),
+        ),
+    )
+    schema = Schema(
+        NestedField(1, "gpu_id", StringType(), required=True),
+        NestedField(2, "sampled_at", TimestampType(), required=True),
+    )
+    matches = expression_evaluator(schema, found, case_sensitive=True)
+    at_14_05, at_14_30 = 1793714700000000, 1793716200000000  # 2026-11-03 14:05 and 14:30 UTC in µs
+    rows = [("g1", at_14_05), ("g1", at_14_30), ("g3", at_14_30), ("g4", at_14_05)]
+    assert [matches(Record(*row)) for row in rows] == [True, False, True, False]
+
+
+def test_a_night_of_thousands_of_gpus_makes_a_shallow_filter() -> None:
+    """Each GPU with a span of its own: the Or is a balanced tree, which pyiceberg can visit."""
+    from pyiceberg.expressions import Or
+    from pyiceberg.expressions.visitors import expression_evaluator
+    from pyiceberg.schema import Schema
+    from pyiceberg.typedef import Record
+    from pyiceberg.types import NestedField, StringType, TimestampType
+
+    start = datetime(2026, 11, 3)
+    keys = [(f"g{i}", start, start.replace(microsecond=i + 1)) for i in range(5000)]
+    found = lake._replaced_filter("gpu_samples", keys)
+
+    def depth(expression) -> int:
+        return 1 + max(depth(expression.left), depth(expression.right)) if isinstance(expression, Or) else 1
+
+    assert depth(found) == 14  # ceil(log2(5000)) + 1, not 5000
+    schema = Schema(
+        NestedField(1, "gpu_id", StringType(), required=True),
+        NestedField(2, "sampled_at", TimestampType(), required=True),
+    )
+    midnight = 1793664000000000  # 2026-11-03 00:00 UTC in µs
+    assert expression_evaluator(schema, found, case_sensitive=True)(Record("g4999", midnight))
+
+
+AS_OF = datetime(2026, 11, 30, 23, 59, 59)
+JOBS = Path(__file__).resolve().parents[1] / "fixtures" / "jobs" / "jobs.csv"
+
+
+def _use_local_lake(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
+    monkeypatch.setenv("ATHANOR_WAREHOUSE_MODE", "lake")
+    monkeypatch.setenv("ATHANOR_LAKE_CATALOG_URI", f"sqlite:///{folder / 'catalog.db'}")
+    monkeypatch.setenv("ATHANOR_LAKE_WAREHOUSE", f"file://{folder / 'lake'}")
+    (folder / "lake").mkdir(parents=True)
+
+
+def _in_both_modes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scenario) -> tuple:
+    """The scenario on a file-mode warehouse, then on a local lake: (file's result, lake's, lake con)."""
+    monkeypatch.delenv("ATHANOR_WAREHOUSE_MODE", raising=False)
+    (tmp_path / "file").mkdir()
+    con = connect(tmp_path / "file" / "w.duckdb", memory_limit="512MB")
+    assert not lake.attached(con)
+    in_file = scenario(con, tmp_path / "file")
+    con.close()
+    _use_local_lake(monkeypatch, tmp_path / "lake")
+    con = connect(tmp_path / "lake" / "w.duckdb", memory_limit="512MB")
+    assert lake.attached(con)
+    return in_file, scenario(con, tmp_path / "lake"), con
+
+
+def _table(con, name: str, order: str) -> list[tuple]:
+    return con.execute(f"select * exclude (load_id), load_id from {name} order by {order}").fetchall()
+
+
+def _jobs(con, folder: Path) -> list[list[tuple]]:
+    from athanor.ingest.deliveries import ingest_job_file
+
+    (folder / "v1").mkdir()
+    (folder / "v2").mkdir()
+    first = folder / "v1" / "jobs.csv"
+    first.write_text(JOBS.read_text())
+    ingest_job_file(con, first, as_of=AS_OF)
+    seen = [_table(con, "job_run_facts", "source, job_id")]
+    # The next log: j-0004 has finished since (its row is replaced), j-0007 is new; the
+    # jobs it does not mention keep the first log's rows.
+    header, *lines = JOBS.read_text().splitlines()
+    running = next(line for line in lines if line.startswith("j-0004,"))
+    done = running.replace(
+        "2026-11-03T06:00:00Z,,running", "2026-11-03T06:00:00Z,2026-11-03T09:00:00Z,completed"
+    )
+    new = "j-0007,2026-11-04T00:00:00Z,2026-11-04T00:00:00Z,2026-11-04T02:00:00Z,completed,p5.48xlarge,1,8,spot,llm,,,,,0,"
+    second = folder / "v2" / "jobs.csv"
+    second.write_text("\n".join([header, done, new]) + "\n")
+    ingest_job_file(con, second, as_of=AS_OF)
+    seen.append(_table(con, "job_run_facts", "source, job_id"))
+    return seen
+
+
+def test_a_restated_job_log_replaces_its_jobs_in_the_lake_as_in_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    in_file, in_lake, con = _in_both_modes(tmp_path, monkeypatch, _jobs)
+    assert in_lake == in_file
+    first, second = in_file
+    # Columns: source_file, source_row, source, job_id, submit_time, start_time, end_time, state, ...
+    assert [(r[3], r[7]) for r in first] == [
+        ("j-0001", "completed"),
+        ("j-0002", "preempted"),
+        ("j-0003", "failed"),
+        ("j-0004", "running"),
+        ("j-0005", "cancelled"),
+        ("j-0006", "completed"),
+    ]
+    # 7 jobs: j-0004 now completed from the second log, j-0007 added, the other five untouched.
+    first_load = first[0][-1]
+    assert [(r[3], r[7], r[-1] == first_load) for r in second] == [
+        ("j-0001", "completed", True),
+        ("j-0002", "preempted", True),
+        ("j-0003", "failed", True),
+        ("j-0004", "completed", False),
+        ("j-0005", "cancelled", True),
+        ("j-0006", "completed", True),
+        ("j-0007", "completed", False),
+    ]
+    assert con.execute(f"select count(*) from {lake.staging(con, 'job_run_facts')}").fetchall() == [(0,)]
+    tbl = lake.table(lake.config(), "job_run_facts")
+    assert [f.name for f in tbl.spec().fields] == ["source", "start_time_month"]
+    assert tbl.current_snapshot().summary["total-delete-files"] == "0"  # copy-on-write
+    # The second load's delete (rewriting the file that held j-0004) and append: one commit.
+    after_first = _last_snapshot_of(tbl, first_load)
+    assert len([e for e in tbl.metadata.metadata_log if e.timestamp_ms > after_first.timestamp_ms]) <= 1
+    assert lake.data_files(tbl, after_first.snapshot_id) != lake.data_files(tbl)
+    old = lake.open_as_of(Settings.from_env(), {"job_run_facts": after_first.snapshot_id})
+    assert _table(old, "job_run_facts", "source, job_id") == first
+    old.close()
+    con.close()
+
+
+def _last_snapshot_of(tbl, load_id: str):
+    """The snapshot a load left current (its delete and append snapshots: the latter)."""
+    mine = [s for s in tbl.snapshots() if s.summary.get("athanor.load_id") == load_id]
+    return max(mine, key=lambda s: s.sequence_number)
+
+
+def _inventories(con, folder: Path) -> list[list[tuple]]:
+    from athanor.ingest.deliveries import ingest_inventory
+    from tests.unit.test_lifecycle_inventory import GOOD, _delivery
+
+    ingest_inventory(con, _delivery(folder / "b-v1", GOOD))
+    ingest_inventory(con, _delivery(folder / "c-v1", [["c", *row[1:]] for row in GOOD[:2]]))
+    seen = [_table(con, "storage_objects", "bucket, key, version_id")]
+    # Bucket b's next inventory: two of its four versions left; bucket c's stays as it was.
+    ingest_inventory(con, _delivery(folder / "b-v2", GOOD[2:]))
+    seen.append(_table(con, "storage_objects", "bucket, key, version_id"))
+    return seen
+
+
+def test_a_redelivered_inventory_replaces_its_bucket_in_the_lake_as_in_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    in_file, in_lake, con = _in_both_modes(tmp_path, monkeypatch, _inventories)
+    assert in_lake == in_file
+    first, second = in_file
+    # Columns: inventory_date, bucket, key, version_id, ...
+    assert [(r[1], r[2], r[3]) for r in first] == [
+        ("b", "gone.txt", "v9"),
+        ("b", "it.bin", "null"),
+        ("b", "run one/checkpoint-5/model+v2.bin", "v0"),
+        ("b", "run one/checkpoint-5/model+v2.bin", "v1"),
+        ("c", "run one/checkpoint-5/model+v2.bin", "v0"),
+        ("c", "run one/checkpoint-5/model+v2.bin", "v1"),
+    ]
+    assert [(r[1], r[2], r[3]) for r in second] == [
+        ("b", "gone.txt", "v9"),
+        ("b", "it.bin", "null"),
+        ("c", "run one/checkpoint-5/model+v2.bin", "v0"),
+        ("c", "run one/checkpoint-5/model+v2.bin", "v1"),
+    ]
+    tbl = lake.table(lake.config(), "storage_objects")
+    assert [f.name for f in tbl.spec().fields] == ["bucket"]
+    # Bucket b's file was dropped whole (no rewrite); c's is the one it was.
+    after_c = _last_snapshot_of(tbl, first[-1][-1])
+    before, now = set(lake.data_files(tbl, after_c.snapshot_id)), set(lake.data_files(tbl))
+    assert len(before) == 2 and len(now) == 2 and len(before & now) == 1
+    assert tbl.current_snapshot().summary["total-delete-files"] == "0"
+    old = lake.open_as_of(Settings.from_env(), {"storage_objects": after_c.snapshot_id})
+    assert _table(old, "storage_objects", "bucket, key, version_id") == first
+    old.close()
+    con.close()
+
+
+TELEMETRY = Path(__file__).resolve().parents[1] / "fixtures" / "telemetry"
+
+
+def _telemetry(con, folder: Path) -> list:
+    import shutil
+
+    from athanor.ingest.telemetry import ingest_telemetry
+
+    file = folder / "landing" / "gpu-node-01.nvidia-smi.csv"
+    file.parent.mkdir()
+    shutil.copy(TELEMETRY / "gpu-node-01.nvidia-smi.csv", file)
+    lines = [ingest_telemetry(con, [file], as_of=AS_OF.date())]
+    seen = [_table(con, "gpu_samples", "gpu_id, sampled_at")]
+    # Corrected: the 14:01 lines dropped, one value changed; 14:00 to 14:10 is restated whole.
+    text = file.read_text().splitlines()
+    text[1] = text[1].replace("87 %", "88 %")
+    file.write_text("\n".join(text[:3] + text[5:]) + "\n")
+    lines.append(ingest_telemetry(con, [file], as_of=AS_OF.date()))
+    seen.append(_table(con, "gpu_samples", "gpu_id, sampled_at"))
+    # A log rotated under the same name: the next day is added, nothing replaced.
+    file.write_text(file.read_text().replace("2026/11/03", "2026/11/04"))
+    lines.append(ingest_telemetry(con, [file], as_of=AS_OF.date()))
+    seen.append(_table(con, "gpu_samples", "gpu_id, sampled_at"))
+    return [lines, *seen]
+
+
+def test_restated_telemetry_replaces_its_spans_in_the_lake_as_in_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    in_file, in_lake, con = _in_both_modes(tmp_path, monkeypatch, _telemetry)
+    assert in_lake == in_file
+    lines, first, corrected, rotated = in_file
+    assert "8 samples of 2 GPUs" in lines[0] and "replacing" not in lines[0]
+    assert "6 samples of 2 GPUs" in lines[1] and "replacing 8 samples loaded before" in lines[1]
+    assert "replacing" not in lines[2]
+    assert (len(first), len(corrected), len(rotated)) == (8, 6, 12)
+    tbl = lake.table(lake.config(), "gpu_samples")
+    assert [f.name for f in tbl.spec().fields] == ["sampled_at_day"]
+    # Two days, two partitions: the rotated log's day added a file, the 3rd's was not rewritten.
+    corrected_load = corrected[0][-1]
+    after_correction = set(lake.data_files(tbl, _last_snapshot_of(tbl, corrected_load).snapshot_id))
+    assert len(after_correction) == 1 and len(set(lake.data_files(tbl)) - after_correction) == 1
+    assert con.execute(
+        "select cast(sampled_at as date)::varchar, count(*) from gpu_samples group by 1 order by 1"
+    ).fetchall() == [("2026-11-03", 6), ("2026-11-04", 6)]
+    con.close()

@@ -39,7 +39,7 @@ from athanor.ingest.billing import (
 from athanor.ingest.sniff import DEFAULT_LIMITS, BrokenFile, InputLimits
 from athanor.land.names import shown, shown_all
 from athanor.settings import Settings
-from athanor.warehouse import LoadRecord, connect, insert_rows, record_load, transaction
+from athanor.warehouse import LoadRecord, connect, insert_rows, lake, record_load, transaction
 
 logger = logging.getLogger(__name__)
 
@@ -520,14 +520,20 @@ def ingest_job_file(
     frame = frame.assign(load_id=load_id, source_file=file.name)
     with transaction(con):
         con.register("incoming_jobs", frame)
-        con.execute(
-            "delete from job_run_facts where (source, job_id) in (select source, job_id from incoming_jobs)"
-        )
+        if not lake.attached(con):  # in the lake mode the load's Iceberg commit replaces them
+            con.execute(
+                "delete from job_run_facts where (source, job_id) in (select source, job_id from incoming_jobs)"
+            )
         columns = [r[0] for r in con.execute("describe job_run_facts").fetchall()]
-        con.execute(f"insert into job_run_facts by name select {', '.join(columns)} from incoming_jobs")
+        staged = lake.staging(con, "job_run_facts")
+        con.execute(f"insert into {staged} by name select {', '.join(columns)} from incoming_jobs")
         con.unregister("incoming_jobs")
+        if lake.attached(con):
+            lake.hide_replaced(con, "job_run_facts", load_id)
         _quality_gate(con, "job_run_facts", load_id, [file], run_id)
         _ledger(con, load_id, "jobs", str(frame["source"].iloc[0]), [file], digest, size, len(frame))
+        if lake.attached(con):  # last: a failure above leaves the lake as it was
+            lake.commit_load(con, "job_run_facts", load_id)
     censored = float(frame["censored"].mean()) if len(frame) else 0.0
     return (
         f"{shown(file.name)}: {frame['source'].iloc[0]} job log, {len(frame):,} jobs, {censored:.0%} censored"
@@ -560,14 +566,20 @@ def ingest_inventory(con: duckdb.DuckDBPyConnection, manifest: Path, run_id: str
         frame[column] = frame[column].replace("", None)
     with transaction(con):
         con.register("incoming_objects", frame)
-        con.execute(
-            "delete from storage_objects where bucket in (select distinct bucket from incoming_objects)"
-        )
+        if not lake.attached(con):  # in the lake mode the load's Iceberg commit replaces them
+            con.execute(
+                "delete from storage_objects where bucket in (select distinct bucket from incoming_objects)"
+            )
         columns = [r[0] for r in con.execute("describe storage_objects").fetchall()]
-        con.execute(f"insert into storage_objects by name select {', '.join(columns)} from incoming_objects")
+        staged = lake.staging(con, "storage_objects")
+        con.execute(f"insert into {staged} by name select {', '.join(columns)} from incoming_objects")
         con.unregister("incoming_objects")
+        if lake.attached(con):
+            lake.hide_replaced(con, "storage_objects", load_id)
         _quality_gate(con, "storage_objects", load_id, [manifest], run_id)
         _ledger(con, load_id, "inventory", "s3_inventory", [manifest], digest, size, len(frame))
+        if lake.attached(con):  # last: a failure above leaves the lake as it was
+            lake.commit_load(con, "storage_objects", load_id)
     total_gb = frame["size_bytes"].sum() / 1e9
     name = shown(manifest.parent.name + "/manifest.json")
     return f"{name}: S3 inventory, {len(frame):,} object versions, {total_gb:,.0f} GB"

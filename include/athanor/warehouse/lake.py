@@ -1,11 +1,12 @@
 """The lake mode: the fact tables as Apache Iceberg tables in a bucket, the catalog in PostgreSQL.
 
 With `ATHANOR_WAREHOUSE_MODE=lake` the DuckDB file keeps everything but the fact tables'
-rows (the ledger, marts, recommendations, runs); `billing_facts` lives in an Iceberg table
-(pyiceberg's SQL catalog at `ATHANOR_LAKE_CATALOG_URI`, data files under
-`ATHANOR_LAKE_WAREHOUSE`, an `s3://bucket/prefix`, written and read through pyarrow's S3
-filesystem). Partitioned by provider, billing account and billing period (identity), so a
-restated month is whole data files that one commit replaces.
+rows (the ledger, marts, recommendations, runs); `billing_facts`, `job_run_facts`,
+`storage_objects` and `gpu_samples` live in Iceberg tables (pyiceberg's SQL catalog at
+`ATHANOR_LAKE_CATALOG_URI`, data files under `ATHANOR_LAKE_WAREHOUSE`, an `s3://bucket/prefix`,
+written and read through pyarrow's S3 filesystem). Each is partitioned after what one load
+replaces (`LAKE_TABLES`): a restated billing month, a re-delivered bucket inventory are whole
+data files that one commit replaces.
 
 Reads: `attach` makes each lake table, on one DuckDB connection, a temporary view of the same
 name over the current snapshot's data files (a pyarrow dataset: DuckDB pushes projections and
@@ -16,8 +17,9 @@ unchanged; the loader's own rows are visible to its quality gate as in the file 
 
 Writes: the loader stages a delivery into the DuckDB table as in the file mode (`staging`
 names it), gates it, then `commit_load` replaces its partitions in Iceberg in one commit
-(overwrite with a filter: copy-on-write, no delete files) and drops the staged rows, all
-inside the load's DuckDB transaction. Iceberg commits first: if the process dies before the
+(overwrite with a filter naming what the file mode's delete deletes: copy-on-write, no delete
+files; the rows written a batch at a time) and drops the staged rows, all inside the load's
+DuckDB transaction. Iceberg commits first: if the process dies before the
 DuckDB commit, the ledger does not know the load and the next run loads the delivery again,
 which replaces the same partitions with the same rows.
 """
@@ -36,7 +38,6 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from pyiceberg.catalog.sql import SqlCatalog
     from pyiceberg.table import Table
 
@@ -44,13 +45,40 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# The fact tables kept in the lake, each with its partition columns (identity transforms).
-LAKE_TABLES: dict[str, tuple[str, ...]] = {
-    "billing_facts": ("provider_name", "billing_account_id", "billing_period_start"),
+
+@dataclass(frozen=True)
+class LakeTable:
+    """How one fact table lives in the lake: its partitions and what one load of it replaces."""
+
+    # (column, Iceberg transform): identity, month, day.
+    partition: tuple[tuple[str, str], ...]
+    # A load replaces the lake's rows whose key it delivers, as the file mode's delete does...
+    replaced_by: tuple[str, ...]
+    # ...and, if set, only those between its first and last value of this column per key.
+    span: str | None = None
+
+
+# Each partition spec follows what one load replaces, so that a load rewrites few data files,
+# and how the marts filter, so that they read few.
+LAKE_TABLES: dict[str, LakeTable] = {
+    # A restated (account, month) is whole data files (sql/ingest/delete_restated.sql).
+    "billing_facts": LakeTable(
+        (
+            ("provider_name", "identity"),
+            ("billing_account_id", "identity"),
+            ("billing_period_start", "identity"),
+        ),
+        ("billing_account_id", "billing_period_start"),
+    ),
+    # A job log replaces its jobs by (source, job_id), reported again when they finish: the
+    # source prunes to one scheduler's files; the marts window jobs by start_time.
+    "job_run_facts": LakeTable((("source", "identity"), ("start_time", "month")), ("source", "job_id")),
+    # An inventory replaces its bucket's whole previous inventory: whole data files.
+    "storage_objects": LakeTable((("bucket", "identity"),), ("bucket",)),
+    # A telemetry delivery restates each GPU's span (sql/ingest/telemetry_replace.sql), about a
+    # night: by day, a load rewrites the files of the days it covers; the marts window by day too.
+    "gpu_samples": LakeTable((("sampled_at", "day"),), ("gpu_id",), span="sampled_at"),
 }
-# What one load replaces: the (billing account, billing period) pairs it delivers, as
-# sql/ingest/delete_restated.sql does in the file mode.
-REPLACED_BY: dict[str, tuple[str, ...]] = {"billing_facts": ("billing_account_id", "billing_period_start")}
 COMMIT_ATTEMPTS = 8  # a concurrent commit to another partition costs one retry
 _ARROW_PREFIX = "_lake_"
 
@@ -166,14 +194,17 @@ def table(cfg: LakeConfig, name: str, con: duckdb.DuckDBPyConnection | None = No
     # Created with its partition spec in one commit: no reader ever sees it unpartitioned.
     create = catalog(cfg).create_table_transaction(ident, schema=schema)
     with create.update_spec() as spec:
-        for column in LAKE_TABLES[name]:
-            spec.add_identity(column)
+        for column, transform in LAKE_TABLES[name].partition:
+            spec.add_field(column, transform)
     try:
         create.commit_transaction()
     except TableAlreadyExistsError:  # another loader created it meanwhile
         return catalog(cfg).load_table(ident)
     logger.info(
-        "created lake table %s.%s partitioned by %s", cfg.namespace, name, ", ".join(LAKE_TABLES[name])
+        "created lake table %s.%s partitioned by %s",
+        cfg.namespace,
+        name,
+        ", ".join(f"{transform}({column})" for column, transform in LAKE_TABLES[name].partition),
     )
     return catalog(cfg).load_table(ident)
 
@@ -283,17 +314,42 @@ def _create_view(
         select = ", ".join(
             _quoted(c) if c in present else f"cast(null as {t}) as {_quoted(c)}" for c, t in columns
         )
-        lake = f"select {select} from {source}"
+        lake = f"select {select} from {source} as lake_rows"
         if replaced_by is not None:
-            keys = ", ".join(REPLACED_BY[name])
-            load = "'" + replaced_by.replace("'", "''") + "'"
-            lake += f" where ({keys}) not in (select distinct {keys} from {staged} where load_id = {load})"
+            lake += f" where not ({_replaced_condition(con, name, replaced_by)})"
         parts.insert(0, lake)
     con.execute(f'create or replace temp view "{name}" as ' + " union all ".join(parts))
 
 
 def _quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+def _replaced_condition(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> str:
+    """SQL true for a lake row (alias `lake_rows`) that load `load_id` replaces; the file mode's delete."""
+    spec = LAKE_TABLES[name]
+    staged = staging(con, name)
+    load = "'" + load_id.replace("'", "''") + "'"
+    keys = ", ".join(_quoted(c) for c in spec.replaced_by)
+    if spec.span is None:
+        return f"({keys}) in (select distinct {keys} from {staged} where load_id = {load})"
+    span = _quoted(spec.span)
+    same_key = " and ".join(f"span.{_quoted(c)} = lake_rows.{_quoted(c)}" for c in spec.replaced_by)
+    return (
+        f"exists (select 1 from (select {keys}, min({span}) as first_at, max({span}) as last_at"
+        f" from {staged} where load_id = {load} group by all) as span"
+        f" where {same_key} and lake_rows.{span} between span.first_at and span.last_at)"
+    )
+
+
+def replaced_rows(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> int:
+    """How many of the lake's rows load `load_id` replaces (what the file mode's delete counts)."""
+    if not _registered(con, name):
+        return 0
+    found = con.execute(
+        f"select count(*) from {_ARROW_PREFIX}{name} as lake_rows where {_replaced_condition(con, name, load_id)}"
+    ).fetchall()
+    return int(found[0][0])
 
 
 def hide_replaced(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> None:
@@ -403,9 +459,10 @@ def attach_for_run(con: duckdb.DuckDBPyConnection, cfg: LakeConfig | None, run_i
 def attach_for_query(
     con: duckdb.DuckDBPyConnection, settings: Settings, snapshot_id: int | None, *, published: bool
 ) -> None:
-    """Analysts' SQL (`athanor query`) in the lake mode: billing_facts as of `snapshot_id`; else,
-    reading the `published` snapshot file, as of the latest run it records (what that run's
-    report read); else the current snapshot. Nothing in the file mode.
+    """Analysts' SQL (`athanor query`) in the lake mode: the lake table that has snapshot
+    `snapshot_id` as of it (the others current); else, reading the `published` snapshot file,
+    every table as of the latest run it records (what that run's report read); else the
+    current snapshots. Nothing in the file mode.
     """
     cfg = LakeConfig.from_settings(settings)
     if cfg is None:
@@ -413,10 +470,10 @@ def attach_for_query(
             raise LakeError("--lake-snapshot needs ATHANOR_WAREHOUSE_MODE=lake")
         return
     if snapshot_id is not None:
-        pinned = {"billing_facts": snapshot_id}
-        tbl = table(cfg, "billing_facts")
-        if tbl.snapshot_by_id(snapshot_id) is None:
-            raise LakeError(f"{'.'.join(tbl.name())} has no snapshot {snapshot_id}")
+        # Snapshot ids are random 63-bit numbers: at most one table has this one.
+        pinned = {name: snapshot_id for name in LAKE_TABLES if table(cfg, name).snapshot_by_id(snapshot_id)}
+        if not pinned:
+            raise LakeError(f"no lake table ({', '.join(LAKE_TABLES)}) has snapshot {snapshot_id}")
     elif not published:
         pinned = {}
     else:
@@ -433,28 +490,130 @@ def attach_for_query(
 
 # ---------------------------------------------------------------------- writing
 
+# Rows of the load a commit holds in memory at a time (one DuckDB record batch): the commit's
+# peak memory is about one batch written to data files, whatever the size of the load.
+BATCH_ROWS = 262_144
+
+
+def _literal(value: Any) -> Any:
+    # A timestamp's ISO text binds to the column's type; a datetime would be read as micros.
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def _replaced_keys(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> list[tuple[Any, ...]]:
+    """What load `load_id` replaces: its distinct keys; for a span table each key's first and last value."""
+    spec = LAKE_TABLES[name]
+    staged = staging(con, name)
+    keys = ", ".join(_quoted(c) for c in spec.replaced_by)
+    if spec.span is None:
+        query = f"select distinct {keys} from {staged} where load_id = ? order by all"
+    else:
+        span = _quoted(spec.span)
+        query = f"select {keys}, min({span}), max({span}) from {staged} where load_id = ? group by all order by all"
+    return con.execute(query, [load_id]).fetchall()
+
 
 def _replaced_filter(name: str, keys: Iterable[tuple[Any, ...]]) -> Any:
-    """Iceberg's expression for the rows one load replaces: any of its key tuples."""
-    from pyiceberg.expressions import And, EqualTo, Or
+    """Iceberg's expression for the rows one load replaces (`_replaced_keys`): any of its keys.
 
-    def literal(value: Any) -> Any:
-        # A timestamp's ISO text binds to the column's type; a datetime would be read as micros.
-        return value.isoformat() if isinstance(value, datetime) else value
+    The keys that differ only in their last column share one In (a job log's thousands of
+    job ids of one source); a span table's keys with the same span share one In too.
+    """
+    from pyiceberg.expressions import And, EqualTo, GreaterThanOrEqual, In, LessThanOrEqual
 
+    spec = LAKE_TABLES[name]
+    grouped: dict[tuple[Any, ...], list[Any]] = {}
     terms = []
-    for key in keys:
-        equal = [
-            EqualTo(column, literal(value)) for column, value in zip(REPLACED_BY[name], key, strict=True)
-        ]
-        terms.append(equal[0] if len(equal) == 1 else And(*equal))
+    if spec.span is None:
+        *prefix, last = spec.replaced_by
+        for key in keys:
+            grouped.setdefault(tuple(key[:-1]), []).append(_literal(key[-1]))
+        for values, members in grouped.items():
+            equal = [EqualTo(column, _literal(v)) for column, v in zip(prefix, values, strict=True)]
+            equal.append(In(last, members))  # In of one value is EqualTo
+            terms.append(equal[0] if len(equal) == 1 else And(*equal))
+    else:
+        (column,) = spec.replaced_by
+        for key, first, last_at in keys:
+            grouped.setdefault((first, last_at), []).append(key)
+        for (first, last_at), members in grouped.items():
+            terms.append(
+                And(
+                    In(column, members),
+                    GreaterThanOrEqual(spec.span, _literal(first)),
+                    LessThanOrEqual(spec.span, _literal(last_at)),
+                )
+            )
     if not terms:
         raise ValueError("a load with no rows replaces nothing")
-    return terms[0] if len(terms) == 1 else Or(*terms)
+    return _any_of(terms)
+
+
+def _any_of(terms: list[Any]) -> Any:
+    """Or of the terms as a balanced tree: pyiceberg's visitors recurse, and a chain of a few
+    thousand terms (a night of GPUs with spans of their own) would pass Python's recursion limit."""
+    from pyiceberg.expressions import Or
+
+    if len(terms) == 1:
+        return terms[0]
+    middle = len(terms) // 2
+    return Or(_any_of(terms[:middle]), _any_of(terms[middle:]))
+
+
+def _overwrite(
+    con: duckdb.DuckDBPyConnection, tbl: Table, name: str, load_id: str, overwrite_filter: Any
+) -> int:
+    """One Iceberg commit: delete what load `load_id` replaces, append its staged rows; how many.
+
+    What `Table.overwrite` does, but it takes the load as one Arrow table (pyiceberg 0.12 streams
+    only into unpartitioned tables, iceberg-python#2152): here each DuckDB record batch is
+    written to data files and let go before the next is read, all the files going into one
+    append of the same transaction, so memory holds a batch, not the load.
+    """
+    import itertools
+
+    import pyarrow as pa
+    from pyiceberg.io.pyarrow import _check_pyarrow_schema_compatible, _dataframe_to_data_files
+    from pyiceberg.table.snapshots import Operation
+
+    properties = {"athanor.load_id": load_id}
+    written = 0
+    with tbl.transaction() as tx:
+        with warnings.catch_warnings():
+            # A first load of its partitions replaces nothing, which pyiceberg warns about.
+            warnings.filterwarnings("ignore", "Delete operation did not match any records")
+            # As overwrite's delete: a concurrent commit is checked as an overwrite's would be.
+            tx.delete(
+                overwrite_filter, snapshot_properties=properties, _isolation_operation=Operation.OVERWRITE
+            )
+        staged = con.sql(f"select * from {staging(con, name)} where load_id = ?", params=[load_id])
+        reader = staged.to_arrow_reader(BATCH_ROWS)  # streamed: DuckDB produces a batch as it is read
+        try:
+            _check_pyarrow_schema_compatible(
+                tx.table_metadata.schema(),
+                provided_schema=reader.schema,
+                format_version=tx.table_metadata.format_version,
+            )
+            files = itertools.count(0)  # one counter: the batches' data files get names of their own
+            with tx.update_snapshot(snapshot_properties=properties).fast_append() as append:
+                for batch in reader:
+                    rows = pa.Table.from_batches([batch])
+                    for data_file in _dataframe_to_data_files(
+                        table_metadata=tx.table_metadata,
+                        df=rows,
+                        io=tbl.io,
+                        write_uuid=append.commit_uuid,
+                        counter=files,
+                    ):
+                        append.append_data_file(data_file)
+                    written += rows.num_rows
+        finally:
+            reader.close()  # else the connection refuses the load's rollback: it has an open result
+    return written
 
 
 def commit_load(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> int:
-    """Replace in the lake the partitions load `load_id` staged in `name`; one Iceberg commit.
+    """Replace in the lake what load `load_id` staged in `name` replaces; one Iceberg commit.
 
     Runs inside the load's DuckDB transaction: it reads the staged rows, commits them, deletes
     them from the staging table and points this connection's view at the new snapshot. A
@@ -469,29 +628,21 @@ def commit_load(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> int:
     cfg = config()
     assert cfg is not None, "commit_load in the file mode"
     staged = staging(con, name)
-    rows: pa.Table = con.sql(f"select * from {staged} where load_id = ?", params=[load_id]).to_arrow_table()
-    keys = con.execute(
-        f"select distinct {', '.join(REPLACED_BY[name])} from {staged} where load_id = ? order by all",
-        [load_id],
-    ).fetchall()
+    keys = _replaced_keys(con, name, load_id)
     overwrite_filter = _replaced_filter(name, keys)
+    columns = con.sql(f"select * from {staged} limit 0").to_arrow_table().schema
     started = time.monotonic()
     for attempt in range(1, COMMIT_ATTEMPTS + 1):
         tbl = table(cfg, name, con)
-        added = [column for column in rows.schema.names if column not in tbl.schema().column_names]
+        added = [column for column in columns.names if column not in tbl.schema().column_names]
         if added:
             # A migration added columns to the DuckDB table: the Iceberg table gains them too.
             with tbl.update_schema() as update:
-                update.union_by_name(rows.schema)
+                update.union_by_name(columns)
             logger.info("lake table %s: columns added: %s", ".".join(tbl.name()), ", ".join(added))
             tbl = tbl.refresh()
         try:
-            with warnings.catch_warnings():
-                # A first load of its partitions replaces nothing, which pyiceberg warns about.
-                warnings.filterwarnings("ignore", "Delete operation did not match any records")
-                tbl.overwrite(
-                    rows, overwrite_filter=overwrite_filter, snapshot_properties={"athanor.load_id": load_id}
-                )
+            rows = _overwrite(con, tbl, name, load_id, overwrite_filter)
             break
         except CommitFailedException as exc:
             if attempt == COMMIT_ATTEMPTS:
@@ -510,10 +661,10 @@ def commit_load(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> int:
     con.execute(f"delete from {staged} where load_id = ?", [load_id])
     _view(con, cfg, name, tbl, snapshot.snapshot_id)
     logger.info(
-        "lake table %s: load %s committed %d rows in %d partition key(s) as snapshot %d in %.2f s",
+        "lake table %s: load %s committed %d rows replacing %d key(s) as snapshot %d in %.2f s",
         ".".join(tbl.name()),
         load_id,
-        rows.num_rows,
+        rows,
         len(keys),
         snapshot.snapshot_id,
         time.monotonic() - started,

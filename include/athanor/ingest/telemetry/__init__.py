@@ -32,7 +32,7 @@ from athanor.ingest.billing import checksum
 from athanor.ingest.errors import IngestError
 from athanor.ingest.telemetry import cloudwatch, nvidia_smi, prometheus
 from athanor.land.names import shown_all
-from athanor.warehouse import sql, transaction
+from athanor.warehouse import lake, sql, transaction
 
 KIND = "gpu_telemetry"
 FORMATS = (nvidia_smi.FORMAT, prometheus.FORMAT, cloudwatch.FORMAT)
@@ -144,6 +144,8 @@ def ingest_telemetry(
             outcome = _quality_gate(con, load_id, files, run_id, as_of)
             replaced = _replace_earlier(con, load_id)
             _ledger(con, load_id, KIND, fmt, files, digest, size, rows)
+            if lake.attached(con):  # last: a failure above leaves the lake as it was
+                lake.commit_load(con, TABLE, load_id)
     except QualityError as exc:
         store_results(con, exc.outcome)
         raise
@@ -175,7 +177,8 @@ def _named(files: list[Path]) -> str:
 
 def write_samples(con: duckdb.DuckDBPyConnection, query: str, params: dict[str, object] | None = None) -> int:
     """The one writer of gpu_samples: the rows of a query naming its columns; how many."""
-    return int(con.execute(f"insert into gpu_samples by name {query}", params or {}).fetchall()[0][0])
+    staged = lake.staging(con, TABLE)  # past the lake mode's view: see athanor.warehouse.lake
+    return int(con.execute(f"insert into {staged} by name {query}", params or {}).fetchall()[0][0])
 
 
 def _write_arrow(con: duckdb.DuckDBPyConnection, table: pa.Table) -> int:
@@ -200,7 +203,14 @@ def _quality_gate(
 
 
 def _replace_earlier(con: duckdb.DuckDBPyConnection, load_id: str) -> int:
-    """Delete what this load supersedes; how many samples that was."""
+    """Delete what this load supersedes; how many samples that was.
+
+    In the lake mode count them and leave them out of the load's view: its commit replaces them.
+    """
+    if lake.attached(con):
+        replaced = lake.replaced_rows(con, TABLE, load_id)
+        lake.hide_replaced(con, TABLE, load_id)
+        return replaced
     before = con.execute("select count(*) from gpu_samples where load_id <> ?", [load_id]).fetchall()[0][0]
     if before == 0:
         return 0
