@@ -110,7 +110,7 @@ def _cmd_query(args: argparse.Namespace, settings: Settings) -> int:
     try:
         from athanor.warehouse import lake
 
-        # The lake mode: billing_facts as the snapshot ids the published run read (or --lake-snapshot).
+        # The lake mode: the fact tables as the snapshot ids the published run read (or --lake-snapshot).
         lake.attach_for_query(con, settings, args.lake_snapshot, published=snapshot)
         columns, rows = run_readonly(con, args.sql)
     finally:
@@ -509,7 +509,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--lake-snapshot",
         type=int,
-        help="lake mode: read billing_facts as of this Iceberg snapshot id (default: the published run's)",
+        help="lake mode: read the fact table that has this Iceberg snapshot id as of it (default: the published run's)",
     )
     p.add_argument("--warehouse", help="read this DuckDB file itself (read-only)")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")

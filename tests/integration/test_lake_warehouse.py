@@ -161,6 +161,89 @@ def test_a_second_engine_in_a_fresh_process_gets_the_same_totals(con, tmp_path: 
     assert {a: (n, total) for a, n, total in by_account(con)} == scanned
 
 
+# The other fact tables: each table's count and a sum of one figure, by a pyiceberg scan.
+OTHER_TABLES = {
+    "job_run_facts": "gpu_hours",
+    "storage_objects": "size_bytes",
+    "gpu_samples": "utilisation_pct",
+}
+SECOND_ENGINE_OTHERS = """
+import json, os
+from pyiceberg.catalog.sql import SqlCatalog
+cat = SqlCatalog("athanor", uri=os.environ["ATHANOR_LAKE_CATALOG_URI"], **{"s3.endpoint": os.environ["ATHANOR_S3_ENDPOINT_URL"]})
+out = {}
+for name, figure in json.loads(os.environ["TABLES"]).items():
+    values = cat.load_table(("athanor", name)).scan(selected_fields=(figure,)).to_arrow()[figure].to_pylist()
+    out[name] = [len(values), round(sum(v for v in values if v is not None), 6)]
+print(json.dumps(out))
+"""
+
+
+def test_job_logs_inventories_and_telemetry_replace_their_rows_in_one_commit_each(
+    con, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file mode's restatements of the other fact tables on the real servers: each load one
+    catalog commit, the old rows still readable as of the previous snapshot, and a second
+    engine in a fresh process gets the same totals as DuckDB."""
+    import json
+
+    from tests.unit.test_lake import _inventories, _jobs, _last_snapshot_of, _table, _telemetry
+
+    cfg = lake.config()
+    commits: list[tuple[str, int]] = []
+    original = lake.commit_load
+
+    def counted(c, name: str, load_id: str) -> int:
+        before = len(lake.table(cfg, name).metadata.metadata_log)
+        snapshot = original(c, name, load_id)
+        commits.append((name, len(lake.table(cfg, name).metadata.metadata_log) - before))
+        return snapshot
+
+    monkeypatch.setattr(lake, "commit_load", counted)
+    jobs = _jobs(con, tmp_path)
+    inventories = _inventories(con, tmp_path)
+    lines, *samples = _telemetry(con, tmp_path)
+    assert commits == [
+        ("job_run_facts", 1),
+        ("job_run_facts", 1),
+        ("storage_objects", 1),
+        ("storage_objects", 1),
+        ("storage_objects", 1),
+        ("gpu_samples", 1),
+        ("gpu_samples", 1),
+        ("gpu_samples", 1),
+    ]
+    assert len(jobs[1]) == 7 and len(inventories[1]) == 4 and len(samples[2]) == 12
+    assert "replacing 8 samples loaded before" in lines[1]
+    # Time travel: each table as of the snapshot its first restated load replaced.
+    first = {
+        "job_run_facts": (jobs[0], jobs[0][0][-1], "source, job_id"),
+        "storage_objects": (inventories[0], inventories[0][-1][-1], "bucket, key, version_id"),
+        "gpu_samples": (samples[0], samples[0][0][-1], "gpu_id, sampled_at"),
+    }
+    pinned = {
+        name: _last_snapshot_of(lake.table(cfg, name), load).snapshot_id
+        for name, (_, load, _) in first.items()
+    }
+    old = lake.open_as_of(Settings.from_env(), pinned)
+    for name, (rows, _, order) in first.items():
+        assert _table(old, name, order) == rows, name
+    old.close()
+
+    env = {**os.environ, "TABLES": json.dumps(OTHER_TABLES)}
+    out = subprocess.run(
+        [sys.executable, "-c", SECOND_ENGINE_OTHERS], capture_output=True, text=True, env=env
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    scanned = json.loads(out.stdout)
+    for name, figure in OTHER_TABLES.items():
+        query = f"select count(*), coalesce(sum({figure}), 0)::double from {name}"
+        n, total = con.execute(query).fetchall()[0]
+        assert scanned[name] == [n, round(total, 6)], name
+    # Bucket b's second inventory: a delete marker (no size) and an empty object; bucket c's two versions.
+    assert scanned["storage_objects"] == [4, 1024 + 512]
+
+
 # A loader in a process of its own: its own DuckDB file (the ledger), the shared lake. The
 # commit is held at a gate: pyiceberg's commit waits for the file `gate` (and says so).
 LOADER = """
@@ -270,8 +353,8 @@ AS_OF = "2026-11-30"
 
 
 def test_the_demo_night_in_the_lake_mode_gives_the_file_modes_golden(lake_settings, tmp_path: Path) -> None:
-    """`athanor demo` + `athanor run` with billing_facts in the lake: every published file and
-    every table equal the file mode's golden (billing_facts read back from the lake)."""
+    """`athanor demo` + `athanor run` with the four fact tables in the lake: every published file
+    and every table equal the file mode's golden (the fact tables read back from the lake)."""
     import json
 
     from tests.support.golden import fingerprint
@@ -291,19 +374,24 @@ def test_the_demo_night_in_the_lake_mode_gives_the_file_modes_golden(lake_settin
 
     warehouse = tmp_path / "warehouse" / "athanor.duckdb"
     con = connect(warehouse)
-    staged = lake.staging(con, "billing_facts")
-    assert con.execute(f"select count(*) from {staged}").fetchall() == [(0,)]  # every row is in the lake
+    for name in lake.LAKE_TABLES:  # every row is in the lake
+        assert con.execute(f"select count(*) from {lake.staging(con, name)}").fetchall() == [(0,)], name
     (summary,) = con.execute("select summary from pipeline_runs where stage = 'validate'").fetchone()
     recorded = json.loads(summary)["lake_snapshots"]
-    assert recorded == {"billing_facts": iceberg_table().current_snapshot().snapshot_id}
-    n, total = con.execute("select count(*), sum(billed_cost)::varchar from billing_facts").fetchall()[0]
-    assert n > 0
+    assert recorded == lake.current_snapshots(lake.config())
+    assert set(recorded) == set(lake.LAKE_TABLES)  # the demo delivers all four kinds
+    figures = (
+        "select count(*) as n, sum(billed_cost)::varchar as t, (select count(*) from job_run_facts) as j,"
+        " (select count(*) from storage_objects) as s, (select count(*) from gpu_samples) as g from billing_facts"
+    )
+    n, total, jobs, objects, samples = con.execute(figures).fetchall()[0]
+    assert min(n, jobs, objects, samples) > 0
     # The analysts' query reads the lake as of the snapshot the published run read.
     query = subprocess.run(
         [
             athanor,
             "query",
-            "select count(*) as n, sum(billed_cost)::varchar as t from billing_facts",
+            figures,
             "--format",
             "csv",
         ],
@@ -313,9 +401,10 @@ def test_the_demo_night_in_the_lake_mode_gives_the_file_modes_golden(lake_settin
         text=True,
     )
     assert query.returncode == 0, query.stderr[-3000:]
-    assert query.stdout.split() == ["n,t", f"{n},{total}"]
-    # The file mode's golden reads billing_facts from the file: put the lake's rows there.
-    con.execute(f"insert into {staged} select * from billing_facts")
+    assert query.stdout.split() == ["n,t,j,s,g", f"{n},{total},{jobs},{objects},{samples}"]
+    # The file mode's golden reads the fact tables from the file: put the lake's rows there.
+    for name in lake.LAKE_TABLES:
+        con.execute(f"insert into {lake.staging(con, name)} select * from {name}")
     con.close()
 
     actual = fingerprint(tmp_path, tmp_path / "reports" / AS_OF, warehouse)
