@@ -10,7 +10,7 @@
 - `docs`: docs/warehouse.md from the catalog comments.
 """
 
-from athanor.warehouse.connection import WarehouseBusy, connect, transaction
+from athanor.warehouse.connection import WarehouseBusy, any_insertion_order, connect, transaction
 from athanor.warehouse.ledger import LoadRecord, mark_replaced, record_load
 from athanor.warehouse.migrations import migrate
 from athanor.warehouse.queries import SQL_DIR, quote_ident, sql
@@ -21,6 +21,7 @@ __all__ = [
     "SQL_DIR",
     "LoadRecord",
     "WarehouseBusy",
+    "any_insertion_order",
     "connect",
     "insert_rows",
     "mark_replaced",

