@@ -306,21 +306,36 @@ def copy_history(warehouse: Path, months: list[date]) -> None:
 # ------------------------------------------------------------------ measured processes
 
 
+# Linux carries a process's peak RSS across fork and exec, so a child forked from this process
+# (which holds gigabytes after generating deliveries) would report at least this process's peak.
+# A small interpreter in between forks the measured command from a fresh image and reports
+# the command's own peak (and its children's) from wait4, in KiB, on its last line of stderr.
+_PEAK_RSS = """
+import os, subprocess, sys
+child = subprocess.Popen(sys.argv[1:])
+_, status, usage = os.wait4(child.pid, 0)
+print(f"peak-rss-kib {usage.ru_maxrss}", file=sys.stderr)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def measure(command: list[str], env: dict[str, str], log: Path) -> tuple[float, float]:
     """Run a command in a fresh process; its wall seconds and peak RSS (MiB, its own and its
-    children's, from wait4). Fails loudly with the tail of its log."""
+    children's). Fails loudly with the tail of its log."""
     started = time.perf_counter()
     with log.open("ab") as out:
         out.write(f"\n$ {' '.join(command)}\n".encode())
         out.flush()
-        proc = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
-        _, status, usage = os.wait4(proc.pid, 0)
+        done = subprocess.run(
+            [sys.executable, "-c", _PEAK_RSS, *command], env=env, stdout=out, stderr=subprocess.PIPE, cwd=ROOT
+        )
+        out.write(done.stderr)
     seconds = time.perf_counter() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode:
+    if done.returncode:
         tail = log.read_text(errors="replace").splitlines()[-30:]
-        raise SystemExit(f"failed (exit {proc.returncode}): {' '.join(command)}\n" + "\n".join(tail))
-    return seconds, usage.ru_maxrss / 1024  # Linux: KiB
+        raise SystemExit(f"failed (exit {done.returncode}): {' '.join(command)}\n" + "\n".join(tail))
+    peak = int(done.stderr.decode().splitlines()[-1].removeprefix("peak-rss-kib "))
+    return seconds, peak / 1024
 
 
 def athanor(*args: str) -> list[str]:
