@@ -346,8 +346,20 @@ def replaced_rows(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> in
     """How many of the lake's rows load `load_id` replaces (what the file mode's delete counts)."""
     if not _registered(con, name):
         return 0
+    where, params = _replaced_condition(con, name, load_id), []
+    span = LAKE_TABLES[name].span
+    if span is not None:
+        # The load's whole span as constants too: DuckDB pushes them into the scan of the data
+        # files, so the count reads the days the load covers, not the table's history.
+        params = list(
+            con.execute(
+                f"select min({_quoted(span)}), max({_quoted(span)}) from {staging(con, name)} where load_id = ?",
+                [load_id],
+            ).fetchall()[0]
+        )
+        where = f"lake_rows.{_quoted(span)} between ? and ? and {where}"
     found = con.execute(
-        f"select count(*) from {_ARROW_PREFIX}{name} as lake_rows where {_replaced_condition(con, name, load_id)}"
+        f"select count(*) from {_ARROW_PREFIX}{name} as lake_rows where {where}", params
     ).fetchall()
     return int(found[0][0])
 
