@@ -67,13 +67,15 @@ def _next_month(month: date) -> date:
 
 def template(rows: int) -> Path:
     """One month (2026-11) of synthetic FOCUS Parquet from the demo's bench writer, written once."""
+    import duckdb
+
     from athanor.demo.bench import generate_focus_rows
 
     CACHE.mkdir(parents=True, exist_ok=True)
     path = CACHE / f"template-{rows}.parquet"
+    if path.exists() and duckdb.sql(f"select count(*) from '{path}'").fetchone()[0] != rows:
+        path.unlink()  # written by an earlier bench that kept fewer distinct lines
     if not path.exists():
-        import duckdb
-
         raw = path.with_name(path.name + ".raw")
         tmp = path.with_name(path.name + ".tmp")
         # The writer draws instances at random, so some lines repeat another exactly (same
