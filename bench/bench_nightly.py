@@ -73,7 +73,7 @@ def template(rows: int) -> Path:
 
     CACHE.mkdir(parents=True, exist_ok=True)
     path = CACHE / f"template-{rows}.parquet"
-    if path.exists() and duckdb.sql(f"select count(*) from '{path}'").fetchone()[0] != rows:
+    if path.exists() and duckdb.execute(f"select count(*) from '{path}'").fetchone()[0] != rows:
         path.unlink()  # written by an earlier bench that kept fewer distinct lines
     if not path.exists():
         raw = path.with_name(path.name + ".raw")
