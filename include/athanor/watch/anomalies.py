@@ -259,6 +259,15 @@ def top_lines(con: duckdb.DuckDBPyConnection, anomaly: Anomaly, limit: int = TOP
     return out
 
 
+def comparison_start(since: date, bounds: WatchSettings) -> date:
+    """The first day the anomalies of the days from `since` are compared with: the weeks before
+    it (usage) and the months before its month (month-start charges)."""
+    return min(
+        since - timedelta(days=7 * bounds.anomaly_weeks),
+        add_months(since.replace(day=1), -bounds.anomaly_months),
+    )
+
+
 def find_anomalies(
     con: duckdb.DuckDBPyConnection,
     as_of: date,
@@ -269,11 +278,7 @@ def find_anomalies(
     """Every anomaly of the days [since, as_of] (the lookback's days by default), with its top lines."""
     since = since or as_of - timedelta(days=bounds.anomaly_lookback_days - 1)
     if costs is None:
-        start = min(
-            since - timedelta(days=7 * bounds.anomaly_weeks),
-            add_months(since.replace(day=1), -bounds.anomaly_months),
-        )
-        costs = read_daily_costs(con, as_of, start)
+        costs = read_daily_costs(con, as_of, comparison_start(since, bounds))
     found = usage_anomalies(costs, since, bounds) + month_start_anomalies(costs, since, bounds)
     found = [
         Anomaly(**{**a.__dict__, "top_lines": tuple(top_lines(con, a))})

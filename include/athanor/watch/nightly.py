@@ -12,10 +12,10 @@ import duckdb
 from athanor.settings import WatchSettings
 from athanor.warehouse import insert_rows, transaction
 from athanor.watch import alerts
-from athanor.watch.anomalies import Anomaly, find_anomalies, top_lines_json
+from athanor.watch.anomalies import Anomaly, comparison_start, find_anomalies, top_lines_json
 from athanor.watch.budgets import Budget, BudgetsError, BudgetStatus, read_budgets, statuses
 from athanor.watch.forecast import Accuracy, ScopeForecast, forecast_scopes, month_ends
-from athanor.watch.series import DailyCosts, add_months, read_daily_costs
+from athanor.watch.series import DailyCosts, read_daily_costs
 
 log = logging.getLogger(__name__)
 
@@ -67,13 +67,8 @@ def compute(
     if horizon_days is not None and horizon_days < 1:
         raise ValueError(f"the forecast horizon must be at least 1 day, got {horizon_days}")
     start = as_of - timedelta(days=settings.history_days - 1)
-    if since is not None:
-        # Anomalies judged from `since` need their comparison weeks and months before it too.
-        start = min(
-            start,
-            since - timedelta(days=7 * settings.anomaly_weeks),
-            add_months(since.replace(day=1), -settings.anomaly_months),
-        )
+    if since is not None:  # anomalies judged from an earlier day need their comparison days too
+        start = min(start, comparison_start(since, settings))
     costs = read_daily_costs(con, as_of, start)
     watch = Watch(as_of)
     if anomalies:
