@@ -379,11 +379,15 @@ def stage_times(warehouse: Path, run_id: str) -> list[tuple[str, float]]:
 
 
 def warehouse_rows(warehouse: Path) -> int:
+    """The billing lines the warehouse holds, from the load ledger (in the DuckDB file in both
+    modes; the lake mode's billing_facts is not)."""
     import duckdb
 
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
-        return con.execute("select count(*) from billing_facts").fetchone()[0]
+        return con.execute(
+            "select coalesce(sum(row_count), 0) from loads where kind = 'billing' and status = 'loaded'"
+        ).fetchone()[0]
     finally:
         con.close()
 
