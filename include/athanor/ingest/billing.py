@@ -726,7 +726,7 @@ def _replace_restated(con: duckdb.DuckDBPyConnection, load_id: str) -> int:
     load's Iceberg commit replaces them (`commit_load`).
     """
     if lake.attached(con):
-        replaced = con.execute(sql("ingest/restated_rows"), {"load_id": load_id}).fetchone()[0]
+        replaced = lake.replaced_rows(con, "billing_facts", load_id)
         lake.hide_replaced(con, "billing_facts", load_id)
     else:
         replaced = con.execute(sql("ingest/delete_restated"), {"load_id": load_id}).fetchone()[0]
