@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import errno
 import io
@@ -294,19 +295,26 @@ def _cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     """Run the whole nightly flow in this process (what the two DAGs do, without Airflow)."""
     from athanor.errors import DataRejected
     from athanor.flow import STAGES, holding_warehouse, run_stage
-    from athanor.warehouse import WarehouseBusy
+    from athanor.warehouse import WarehouseBusy, snapshots
 
     context = {"params": {"as_of": args.as_of, "source": args.source}, "run_id": args.run_id}
     stage_options = {"settings": settings, "s3_client": lambda: s3_client(settings)}
     results: dict[str, dict] = {}
     try:
-        with holding_warehouse(settings) as held:
+        with holding_warehouse(settings) as held, contextlib.ExitStack() as later:
+            ahead = None
             for stage in STAGES:
                 inputs = [results[name] for name in stage.inputs]
-                results[stage.name] = run_stage(stage.name, context, *inputs, held=held, **stage_options)
+                results[stage.name] = run_stage(
+                    stage.name, context, *inputs, held=held, snapshot_ahead=ahead, **stage_options
+                )
                 if stage.name == "load":
                     for line in results["load"].get("loaded", []):
                         print(line)
+                if stage.name == "validate":
+                    # The facts are final from here: the snapshot's new files are written
+                    # while the optimize stages run, for publish to take.
+                    ahead = later.enter_context(snapshots.WriteAhead(held, settings.snapshot))
     except (DataRejected, WarehouseBusy) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -28,7 +28,7 @@ import duckdb
 
 from athanor.errors import DataRejected
 from athanor.settings import Settings
-from athanor.warehouse import connect, insert_rows, lake
+from athanor.warehouse import connect, insert_rows, lake, snapshots
 from athanor.warehouse.connection import configure
 
 logger = logging.getLogger(__name__)
@@ -44,6 +44,8 @@ class RunContext:
     s3_client: Callable[[], Any] | None = None
     # The warehouse, held open for the whole of a run in one process (`holding_warehouse`).
     held: duckdb.DuckDBPyConnection | None = None
+    # The snapshot's files being written while the stages run (`athanor run`); publish takes them.
+    snapshot_ahead: snapshots.WriteAhead | None = None
 
     def connect(self) -> duckdb.DuckDBPyConnection:
         """A connection of this stage's own; closing it leaves a held warehouse held."""
@@ -427,6 +429,7 @@ def publish(run: RunContext) -> dict:
             snapshot=snapshot,
             warehouse=run.settings.warehouse,
             before_snapshot=record,
+            snapshot_ahead=run.snapshot_ahead,
         )
     finally:
         con.close()
@@ -649,6 +652,7 @@ def run_stage(
     s3_client: Callable[[], Any] | None = None,
     held: duckdb.DuckDBPyConnection | None = None,
     part: str | None = None,
+    snapshot_ahead: snapshots.WriteAhead | None = None,
 ) -> dict:
     """Run stage `name` for the run described by `context`; returns a small JSON-able summary.
 
@@ -665,6 +669,7 @@ def run_stage(
         settings=settings,
         s3_client=s3_client,
         held=held,
+        snapshot_ahead=snapshot_ahead,
     )
     stage = STAGE[name]
     function = stage.function if part is None else getattr(stage.fan_out, part)

@@ -274,3 +274,48 @@ def test_publishes_in_quick_succession_keep_the_files_a_reader_may_have_just_ope
         assert reader.execute(TOTALS).fetchone() == (9, Decimal("49.000000000000"))
     finally:
         reader.close()
+
+
+def test_files_written_ahead_are_taken_by_the_publish_and_one_changed_since_is_written_again(
+    warehouse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    con, snapshot = warehouse
+    monkeypatch.setattr(snap, "RETAIN_S", 0.0)
+    publish(con, snapshot)
+    restate(con, "l3", "a", "2026-10-01", 5, "3.00")
+    restate(con, "l4", "b", "2026-10-01", 6, "1.00")
+
+    # Written while other stages run (athanor run), then taken by the publish: nothing twice.
+    with snap.WriteAhead(con, snapshot) as ahead:
+        staged = snap.stage(con, snapshot, ahead)
+    os.replace(staged.path, staged.target)
+    staged.remove_unreferenced()
+    assert (len(staged.written), staged.taken, staged.kept, staged.rows_written) == (2, 2, 1, 11)
+
+    # A partition that changes after its file was written ahead is written again.
+    restate(con, "l5", "a", "2026-09-01", 2, "4.00")
+    with snap.WriteAhead(con, snapshot) as ahead:
+        assert len(ahead.result()) == 1
+        con.execute("delete from billing_facts where load_id = 'l5' and source_row = 1")
+        staged = snap.stage(con, snapshot, ahead)
+    os.replace(staged.path, staged.target)
+    staged.remove_unreferenced()
+    assert (len(staged.written), staged.taken, staged.rows_written) == (1, 0, 1)
+
+    # a: September 1 x 4.00 and October 5 x 3.00; b: October 6 x 1.00.
+    expected = (12, Decimal("25.000000000000"))
+    assert con.execute(TOTALS).fetchone() == expected
+    with open_snapshot(snapshot) as reader:
+        assert reader.execute(TOTALS).fetchone() == expected
+    assert len(parquet_files(snapshot)) == 3 + 1  # and the replaced one the last snapshot used
+
+
+def test_leaving_a_write_ahead_no_publish_took_removes_its_files(warehouse) -> None:
+    con, snapshot = warehouse
+    publish(con, snapshot)
+    before = parquet_files(snapshot)
+    restate(con, "l3", "a", "2026-10-01", 5, "3.00")
+    with snap.WriteAhead(con, snapshot) as ahead:
+        ahead.result()  # written, then the run fails before its publish
+        assert len(parquet_files(snapshot)) == len(before) + 1
+    assert parquet_files(snapshot) == before

@@ -143,6 +143,7 @@ def build_report(
     snapshot: Path | None = None,
     warehouse: Path | None = None,
     before_snapshot: Callable[[], None] | None = None,
+    snapshot_ahead: snapshots.WriteAhead | None = None,
 ) -> ReportPaths:
     """Render the report for `as_of` into out_dir/<as_of>/ and copy it to out_dir/latest/.
 
@@ -151,6 +152,7 @@ def build_report(
     same step: on any failure, a full disk included, nothing is left behind and the previous
     report and snapshot stay as they were. `before_snapshot` runs once the report is rendered,
     just before the warehouse is copied: what it writes to the warehouse is in the snapshot.
+    `snapshot_ahead`: the snapshot's files written while the run's stages ran, for it to use.
     """
     if snapshot is not None and warehouse is None:
         raise ValueError("publishing a snapshot needs the warehouse file it copies")
@@ -174,7 +176,7 @@ def build_report(
         if snapshot is not None and warehouse is not None:
             if before_snapshot is not None:
                 before_snapshot()
-            staged_snapshot = snapshots.stage(con, Path(snapshot))
+            staged_snapshot = snapshots.stage(con, Path(snapshot), snapshot_ahead)
             swaps.append((staged_snapshot.path, Path(snapshot)))
         _swap_all(swaps)
         if staged_snapshot is not None:

@@ -117,11 +117,10 @@ def configure(con: duckdb.DuckDBPyConnection, *, memory_limit: str = "2GB", thre
 def any_insertion_order(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     """While inside, let DuckDB write rows in whatever order its threads finish them.
 
-    For writes whose readers never rely on row order: fact rows carry their own lineage
-    (source_file, source_row), and a snapshot's Parquet file is read through a view. Keeping the
-    order makes DuckDB insert or write Parquet on one thread (10M FOCUS CSV.gz rows: the staging
-    insert takes 32 s, against 27 s without; a snapshot file of 2M billing rows 9.6 s, against
-    7.4 s). The setting is global to the database instance: the previous value comes back
+    For inserts whose readers never rely on row order: fact rows carry their own lineage
+    (source_file, source_row). Keeping the order makes DuckDB insert on one thread (10M FOCUS
+    CSV.gz rows: the staging insert takes 32 s, against 27 s without; a COPY has an option of
+    its own, `preserve_order`, which the snapshot's Parquet files use). The setting is global to the database instance: the previous value comes back
     afterwards (before the load's quality gate, whose examples some rules take in scan order). A
     cursor of its own sets it, because the caller's transaction may be aborted by then, and an
     aborted transaction refuses statements.
