@@ -116,10 +116,14 @@ def _watch_settings(env: Mapping[str, str], home: Path) -> WatchSettings:
     for name, (variable, kind) in _WATCH_ENV.items():
         if env.get(variable):
             try:
-                values[name] = kind(env[variable])
+                value = kind(env[variable])
             except ValueError:
                 what = {int: "a whole number", float: "a number"}.get(kind, "a path")
                 raise ValueError(f"{variable} must be {what}, got {env[variable]!r}") from None
+            # The whole numbers count days, weeks or months to read or compare: none is no watch.
+            if isinstance(value, int) and value < 1:
+                raise ValueError(f"{variable} must be at least 1, got {env[variable]!r}")
+            values[name] = value
     return WatchSettings(**values)
 
 

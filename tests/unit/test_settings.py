@@ -45,6 +45,16 @@ def test_every_knob_is_read_here() -> None:
     assert (s.s3_endpoint_url, s.aws_region) == ("http://127.0.0.1:9000", "eu-west-1")
     with pytest.raises(ValueError, match="ATHANOR_ANOMALY_WEEKS must be a whole number, got 'eight'"):
         Settings.from_env({"ATHANOR_ANOMALY_WEEKS": "eight"})
+    # A count of days, weeks or months below 1 would read no history (the watch's window from
+    # a day after as_of): refused, naming the variable.
+    for variable in (
+        "ATHANOR_WATCH_HISTORY_DAYS",
+        "ATHANOR_ANOMALY_MIN_WEEKS",
+        "ATHANOR_FORECAST_HORIZON_DAYS",
+    ):
+        with pytest.raises(ValueError, match=f"{variable} must be at least 1, got '0'"):
+            Settings.from_env({variable: "0"})
+    assert Settings.from_env({"ATHANOR_WATCH_HISTORY_DAYS": "1"}).watch.history_days == 1
     # Athanor's own endpoint variable wins over AWS's.
     both = {"ATHANOR_S3_ENDPOINT_URL": "http://127.0.0.1:7480", "AWS_ENDPOINT_URL": "http://127.0.0.1:9000"}
     assert Settings.from_env(both).s3_endpoint_url == "http://127.0.0.1:7480"
