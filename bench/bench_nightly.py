@@ -21,6 +21,7 @@
 3. Times `athanor ingest` of that same delivery into an empty warehouse in a fresh process.
    `--repeat K` does 2 and 3 for K nights in a row, each with another restatement (on a
    shared machine one pair of runs varies by ~20 %); the ratio is the median of the nights'.
+   `--reuse` skips 1 and times more nights on the warehouse an earlier run built (file mode).
 
 It prints the per-stage breakdown of the night whose ratio is the median (from
 `pipeline_runs`), a table (months, night, rows in warehouse, nightly s, month-load s, ratio,
@@ -378,6 +379,24 @@ def stage_times(warehouse: Path, run_id: str) -> list[tuple[str, float]]:
         con.close()
 
 
+def nights_timed(warehouse: Path) -> int | None:
+    """How many restated nights runs of this bench timed on the warehouse (None: not built)."""
+    import duckdb
+
+    if not warehouse.exists():
+        return None
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        built, last = con.execute(
+            """select count(*) filter (where run_id = 'bench-last-night'),
+                      max(try_cast(regexp_extract(run_id, '^bench-restated-(\\d+)$', 1) as integer))
+               from pipeline_runs where stage = 'publish' and status = 'success'"""
+        ).fetchone()
+    finally:
+        con.close()
+    return None if not built else (-1 if last is None else last) + 1
+
+
 def warehouse_rows(warehouse: Path) -> int:
     """The billing lines the warehouse holds, from the load ledger (in the DuckDB file in both
     modes; the lake mode's billing_facts is not)."""
@@ -406,6 +425,12 @@ def main(argv: list[str] | None = None) -> int:
         help="restated nights in a row, each timed with its month-load; the ratio is their median",
     )
     parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="time the nights on the warehouse an earlier run of the same size built (no build; "
+        "the nights go on from the last one timed there)",
+    )
+    parser.add_argument(
         "--history",
         choices=["copy", "loads"],
         default=None,
@@ -413,15 +438,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     history = args.history or ("copy" if args.mode == "file" else "loads")
+    if args.mode == "lake" and args.reuse:
+        parser.error("--reuse is for the file mode: the lake's servers start empty each run")
     if args.mode == "lake" and history == "copy":
         parser.error("--history copy writes the DuckDB file; the lake mode's history is loaded")
     months = months_ending(LAST_MONTH, args.months)
     work = CACHE / f"{args.mode}-{history}-{args.months}x{args.rows_per_month}"
     home = work / "home"
-    shutil.rmtree(home, ignore_errors=True)
-    home.mkdir(parents=True)
+    first_night = nights_timed(home / "warehouse" / "athanor.duckdb") if args.reuse else 0
+    if first_night is None:
+        parser.error(f"--reuse: no warehouse built by an earlier run under {home}")
+    if not args.reuse:
+        shutil.rmtree(home, ignore_errors=True)
+        home.mkdir(parents=True)
     log = work / "bench.log"
-    log.unlink(missing_ok=True)
+    if not args.reuse:
+        log.unlink(missing_ok=True)
     as_of = _next_month(months[-1]).toordinal() - 1
     as_of_day = date.fromordinal(as_of).isoformat()
 
@@ -448,22 +480,25 @@ def main(argv: list[str] | None = None) -> int:
 
     with servers(args.mode, work) as extra:
         env = env_for(home, extra)
-        (home / "landing").mkdir()
-        clock = time.perf_counter()
-        # The history, month by month as it was delivered (see the docstring for `copy`), and
-        # last night's run.
-        for month in sorted(months, key=lambda m: m not in loaded):
-            measure(athanor("ingest", *(str(f) for f in files[month] if f is not None)), env, log)
-        if history == "copy":
-            copy_history(home / "warehouse" / "athanor.duckdb", months[:-1])
-        measure(athanor("run", "--as-of", as_of_day, "--run-id", "bench-last-night"), env, log)
-        built = time.perf_counter() - clock
-        print(f"warehouse built in {built:.0f} s (history by {history}, and last night's run)", flush=True)
+        if not args.reuse:
+            (home / "landing").mkdir()
+            clock = time.perf_counter()
+            # The history, month by month as it was delivered (see the docstring for `copy`), and
+            # last night's run.
+            for month in sorted(months, key=lambda m: m not in loaded):
+                measure(athanor("ingest", *(str(f) for f in files[month] if f is not None)), env, log)
+            if history == "copy":
+                copy_history(home / "warehouse" / "athanor.duckdb", months[:-1])
+            measure(athanor("run", "--as-of", as_of_day, "--run-id", "bench-last-night"), env, log)
+            built = time.perf_counter() - clock
+            print(
+                f"warehouse built in {built:.0f} s (history by {history}, and last night's run)", flush=True
+            )
 
         # Tonight (and the nights after, with --repeat): the latest month restated, one nightly
         # run; then the same delivery alone into an empty warehouse, in a fresh process.
         nights = []
-        for night in range(args.repeat):
+        for night in range(first_night, first_night + args.repeat):
             restated = write_restatement(files[months[-1]][0], home / "landing", night)
             run_id = f"bench-restated-{night}"
             nightly_s, nightly_rss = measure(
