@@ -119,11 +119,12 @@ def any_insertion_order(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
 
     For inserts whose readers never rely on row order: fact rows carry their own lineage
     (source_file, source_row). Keeping the order makes DuckDB insert on one thread (10M FOCUS
-    CSV.gz rows: the staging insert takes 32 s, against 27 s without; a COPY has an option of
-    its own, `preserve_order`, which the snapshot's Parquet files use). The setting is global to the database instance: the previous value comes back
-    afterwards (before the load's quality gate, whose examples some rules take in scan order). A
-    cursor of its own sets it, because the caller's transaction may be aborted by then, and an
-    aborted transaction refuses statements.
+    CSV.gz rows: the staging insert takes 32 s, against 27 s without). A COPY has an option of
+    its own, `preserve_order`, which the snapshot's Parquet files use. The setting is global to
+    the database instance: the previous value comes back afterwards (before the load's quality
+    gate, whose examples some rules take in scan order). A cursor of its own sets it, because
+    the caller's transaction may be aborted by then, and an aborted transaction refuses
+    statements.
     """
     with con.cursor() as own:
         before = bool(own.execute("select current_setting('preserve_insertion_order')").fetchone()[0])
