@@ -423,6 +423,16 @@ def test_same_file_under_another_name_warns(wh, tmp_path):
     assert facts(wh, "* exclude (load_id, source_file)") == before  # identical content, new lineage
 
 
+def test_same_totals_with_other_lines_under_another_name_loads_without_warning(wh, tmp_path):
+    # The rule hashes rows only for files whose row count and cost match: here they do, and the
+    # fingerprint must still tell one resource's line from another's.
+    rows = good_rows()
+    rows[3]["ResourceId"] = "i-0def"
+    result = ingest_billing(wh, [write_csv(tmp_path / "focus-2026-11-fixed.csv", rows)])
+    assert result.status == "loaded" and result.replaced_rows == DAYS
+    assert dq_warnings(wh, result.load_id) == []
+
+
 def test_cost_jump_is_loaded_not_dropped(wh, tmp_path):
     rows = good_rows()
     rows[17]["BilledCost"] = rows[17]["EffectiveCost"] = (
