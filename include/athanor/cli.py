@@ -8,10 +8,11 @@ import csv
 import errno
 import io
 import json
+import logging
 import re
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -274,7 +275,9 @@ def _cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     from athanor.demo import storage as demo_storage
     from athanor.demo.telemetry import write_telemetry
 
-    out = Path(args.out)
+    if args.out is None and settings.landing.startswith("s3://"):
+        raise ValueError(f"demo: ATHANOR_LANDING is a bucket ({settings.landing}); pass --out FOLDER")
+    out = Path(args.out or settings.landing)
     as_of = date.fromisoformat(args.as_of) if args.as_of else None
     cfg = demo.DemoConfig(seed=args.seed, **({"end_date": as_of} if as_of else {}))
     summary = demo.generate_landing(out, cfg, as_of=as_of)
@@ -502,6 +505,7 @@ def _cmd_forecast(args: argparse.Namespace, settings: Settings) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="athanor", description="GPU cloud-bill analytics on DuckDB")
     parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
+    parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("ingest", help="detect, validate and load export files or folders")
@@ -575,7 +579,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_gpu_usage)
 
     p = sub.add_parser("demo", help="write realistic demo exports (billing, job logs, inventory) to a folder")
-    p.add_argument("--out", default="landing")
+    p.add_argument("--out", help="folder (default: $ATHANOR_LANDING, where `athanor run` looks)")
     p.add_argument("--as-of", help="delivery day (default: the demo's last day, 2026-11-30)")
     p.add_argument("--seed", type=int, default=7)
     p.set_defaults(func=_cmd_demo)
@@ -631,10 +635,14 @@ def build_parser() -> argparse.ArgumentParser:
     # overwriting `athanor --debug <command>`.
     for command in sub.choices.values():
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
+        command.add_argument(
+            "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP
+        )
     return parser
 
 
 DEBUG_HELP = "on failure, print the traceback as well as the one-line error"
+VERBOSE_HELP = "log each step to stderr as it happens: what it read, loaded, skipped, rejected and wrote"
 
 
 def _lock_conflict(exc: BaseException) -> bool:
@@ -687,6 +695,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     # `athanor query ... | head` should stop quietly, like any Unix filter.
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     args = build_parser().parse_args(argv)
+    with _logging_to_stderr(args.verbose):
+        return _run_command(args)
+
+
+@contextlib.contextmanager
+def _logging_to_stderr(enabled: bool) -> Iterator[None]:
+    """`--verbose`: Athanor's INFO log on stderr, what Airflow's task logs show for a run outside
+    Airflow (without it, Python prints warnings only). Removed after the command, for callers
+    that run several in one process."""
+    if not enabled:
+        yield
+        return
+    logger = logging.getLogger("athanor")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def _run_command(args: argparse.Namespace) -> int:
     if getattr(args, "apply", False) and not getattr(args, "bucket", None):
         print("error: --apply needs --bucket", file=sys.stderr)
         return 2

@@ -72,6 +72,27 @@ def test_ingest_prints_one_line_per_delivery_and_skips_them_the_second_time(home
     ]
 
 
+def test_verbose_logs_what_the_load_did_on_stderr_and_quiet_prints_no_log(home: Path, capsys) -> None:
+    assert main(["-v", "ingest", str(JOBS)]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [JOBS_LINE]
+    assert re.search(r"^\S+ \S+ INFO athanor\.\S+: .*jobs\.csv", err, re.MULTILINE), err
+    # The handler goes with the command: the next one, without -v, logs nothing.
+    assert main(["ingest", str(JOBS)]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_demo_writes_where_run_looks_for_deliveries(home: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("ATHANOR_LANDING", str(tmp_path / "deliveries"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main(["demo"]) == 0
+    assert "exports" in capsys.readouterr().out
+    assert any((tmp_path / "deliveries" / "billing").iterdir())
+    assert list(elsewhere.iterdir()) == []
+
+
 def test_ingest_names_what_it_cannot_load_and_loads_the_rest(home: Path, tmp_path: Path, capsys) -> None:
     notes = tmp_path / "notes.txt"
     notes.write_text("not an export\n")

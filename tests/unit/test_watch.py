@@ -373,6 +373,27 @@ def test_a_budget_breach_is_stored_and_sent_once(warehouse, tmp_path: Path, webh
     ]
 
 
+def test_a_budget_before_any_bill_is_at_zero_and_sends_nothing(warehouse, tmp_path: Path, webhook) -> None:
+    # `athanor demo` writes budgets before the first load: the first night has budgets, no bill.
+    url, posts = webhook
+    budgets = _write(
+        tmp_path / "budgets.yaml",
+        """budgets:
+  - {name: fleet, scope: total, amount: 1000, alert_actual_pct: [80]}
+""",
+    )
+    summary = watch_spend(warehouse, "run-1", AS_OF, WatchSettings(budgets=budgets), url)
+    assert (summary["alerts_sent"], summary["anomalies"]) == (0, 0)
+    assert posts == []
+    rows = warehouse.execute(
+        "select threshold_basis, actual_cost, breached from budget_status where run_id = 'run-1' order by 1"
+    ).fetchall()
+    assert [(basis, float(cost), breached) for basis, cost, breached in rows] == [
+        ("actual", 0.0, False),
+        ("forecast", 0.0, False),
+    ]
+
+
 def test_a_refused_webhook_is_retried_by_the_next_run(warehouse) -> None:
     bill(warehouse, [*flat(), line(date(2026, 11, 18), 900.0, resource="i-b")])
     # Nothing listens on port 9 here: the post fails and no alert is recorded as sent.

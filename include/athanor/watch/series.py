@@ -49,7 +49,17 @@ def read_daily_costs(con: duckdb.DuckDBPyConnection, as_of: date, start: date | 
         f"select min(day) from {daily} where day < ?", [as_of + timedelta(days=1)]
     ).fetchone()[0]
     if first is None:
-        empty = pd.DataFrame(columns=["scope_kind", "scope_value", "currency", "day", "kind", "cost"])
+        # Typed like a read frame, so that `.dt` and sums work on it (budgets with no bill yet).
+        empty = pd.DataFrame(
+            {
+                "scope_kind": pd.Series(dtype=object),
+                "scope_value": pd.Series(dtype=object),
+                "currency": pd.Series(dtype=object),
+                "day": pd.Series(dtype="datetime64[ns]"),
+                "kind": pd.Series(dtype=object),
+                "cost": pd.Series(dtype=float),
+            }
+        )
         return DailyCosts(empty, None, as_of)
     start = max(start, first) if start else first
     frame = con.execute(
