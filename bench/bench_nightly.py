@@ -349,7 +349,8 @@ def measure(command: list[str], env: dict[str, str], log: Path) -> tuple[float, 
 
 
 def athanor(*args: str) -> list[str]:
-    return [sys.executable, "-m", "athanor.cli", *args]
+    # -v: each step's log, with its time, goes to the bench log.
+    return [sys.executable, "-m", "athanor.cli", "-v", *args]
 
 
 @contextlib.contextmanager

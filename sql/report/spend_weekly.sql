@@ -35,16 +35,24 @@ with charges as (
       and charge_period_start < $end
 ),
 
+-- The lines summed once to every label of every dimension (a few hundred rows a week), then
+-- per dimension: one pass over the lines instead of four.
+labelled as (
+    select week, currency, pricing_category, team, instance_family, service, sum(effective_cost) as cost
+    from charges
+    group by all
+),
+
 final as (
-    select week, currency, 'pricing_category' as dimension, pricing_category as label, sum(effective_cost) as cost
-    from charges group by week, currency, pricing_category
+    select week, currency, 'pricing_category' as dimension, pricing_category as label, sum(cost) as cost
+    from labelled group by week, currency, pricing_category
     union all
-    select week, currency, 'team', team, sum(effective_cost) from charges group by week, currency, team
+    select week, currency, 'team', team, sum(cost) from labelled group by week, currency, team
     union all
-    select week, currency, 'instance_family', instance_family, sum(effective_cost)
-    from charges group by week, currency, instance_family
+    select week, currency, 'instance_family', instance_family, sum(cost)
+    from labelled group by week, currency, instance_family
     union all
-    select week, currency, 'service', service, sum(effective_cost) from charges group by week, currency, service
+    select week, currency, 'service', service, sum(cost) from labelled group by week, currency, service
 )
 
 select week, currency, dimension, label, cast(cost as double) as cost

@@ -17,9 +17,9 @@ import duckdb
 
 from athanor.publish.gpu_section import GpuPlanRow, load_gpu_plan
 from athanor.publish.gpu_usage_section import GpuUsage, load_gpu_usage
+from athanor.publish.queries import report_rows
 from athanor.publish.spend_watch_section import SpendWatch, load_spend_watch
 from athanor.recommend.nightly import ALTERNATIVES, TOTALS
-from athanor.warehouse import sql
 
 PERIOD_DAYS = 30  # "this period": the 30 days ending on as_of, compared with the 30 before
 WEEKS = 13  # a quarter of weekly history in the spend charts
@@ -396,12 +396,6 @@ class ReportData:
         return [r for r in self.dq or [] if not r.success]
 
 
-def _rows(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-    cur = con.execute(sql(f"report/{name}"), params)
-    columns = [d[0] for d in cur.description or []]
-    return [dict(zip(columns, row, strict=True)) for row in cur.fetchall()]
-
-
 def _json(text: str | None) -> Any:
     if text is None:
         return None
@@ -472,7 +466,7 @@ def load_report_data(con: duckdb.DuckDBPyConnection, as_of: date, run_id: str) -
     week_window = {"start": w.weeks_start, "end": w.period_end}
     run = {"as_of": as_of, "run_id": run_id}
 
-    spend_rows = _rows(
+    spend_rows = report_rows(
         con,
         "spend_period",
         {"period_start": w.period_start, "period_end": w.period_end, "previous_start": w.previous_start},
@@ -489,8 +483,8 @@ def load_report_data(con: duckdb.DuckDBPyConnection, as_of: date, run_id: str) -
         ),
         billing_through=max((r["billing_through"] for r in spend_rows), default=None),
     )
-    weekly = [WeeklySpend(**r) for r in _rows(con, "spend_weekly", week_window)]
-    commitment_weeks = [CommitmentWeek(**r) for r in _rows(con, "commitment_weekly", week_window)]
+    weekly = [WeeklySpend(**r) for r in report_rows(con, "spend_weekly", week_window)]
+    commitment_weeks = [CommitmentWeek(**r) for r in report_rows(con, "commitment_weekly", week_window)]
     commitments = [
         Commitment(
             commitment_discount_id=r["commitment_discount_id"],
@@ -501,7 +495,7 @@ def load_report_data(con: duckdb.DuckDBPyConnection, as_of: date, run_id: str) -
             used_cost=r["used_cost"],
             unused_cost=r["unused_cost"],
         )
-        for r in _rows(con, "commitments", {"start": w.period_start, "end": w.period_end})
+        for r in report_rows(con, "commitments", {"start": w.period_start, "end": w.period_end})
     ]
     recommendations = [
         Recommendation(
@@ -510,12 +504,12 @@ def load_report_data(con: duckdb.DuckDBPyConnection, as_of: date, run_id: str) -
             assumptions=_json(r["assumptions"]),
             detail=_json(r["detail"]),
         )
-        for r in _rows(con, "recommendations", run)
+        for r in report_rows(con, "recommendations", run)
     ]
-    backtest = [BacktestRow(**r) for r in _rows(con, "backtest", run)]
+    backtest = [BacktestRow(**r) for r in report_rows(con, "backtest", run)]
 
-    fits = _rows(con, "duration_fits", run)
-    jobs = _rows(con, "job_durations", {"end": w.period_end}) if fits else []
+    fits = report_rows(con, "duration_fits", run)
+    jobs = report_rows(con, "job_durations", {"end": w.period_end}) if fits else []
     durations = []
     for i, r in enumerate(fits):
         observed = _durations_for(jobs, r["group_key"]) if i < MAX_DURATION_GROUPS else ((), ())
@@ -526,16 +520,16 @@ def load_report_data(con: duckdb.DuckDBPyConnection, as_of: date, run_id: str) -
 
     storage = [
         StorageCell(r["storage_class"], AGE_BANDS[r["age_band"]], int(r["objects"]), int(r["size_bytes"]))
-        for r in _rows(con, "storage_by_class_age", {"as_of": as_of})
+        for r in report_rows(con, "storage_by_class_age", {"as_of": as_of})
     ]
     prefixes = [
         PrefixUsage(
             **{**r, "size_bytes": int(r["size_bytes"]), "noncurrent_bytes": int(r["noncurrent_bytes"])}
         )
-        for r in _rows(con, "storage_top_prefixes", {"as_of": as_of, "limit": TOP_PREFIXES})
+        for r in report_rows(con, "storage_top_prefixes", {"as_of": as_of, "limit": TOP_PREFIXES})
     ]
     dq = (
-        [_dq_result(r) for r in _rows(con, "dq_results", {"months": w.months})]
+        [_dq_result(r) for r in report_rows(con, "dq_results", {"months": w.months})]
         if _has_table(con, "dq_results")
         else None
     )

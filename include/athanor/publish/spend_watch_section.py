@@ -16,7 +16,7 @@ import duckdb
 from markupsafe import Markup
 
 from athanor.publish import charts
-from athanor.warehouse import sql
+from athanor.publish.queries import report_rows
 
 MAX_ANOMALIES = 25  # the list shows the latest; the table and anomalies.json-like CLI hold all
 BILLED_MONTHS = 3  # months of billed spend drawn before the forecast
@@ -106,12 +106,6 @@ def _float(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
-def _rows(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-    cur = con.execute(sql(f"report/{name}"), params)
-    columns = [d[0] for d in cur.description or []]
-    return [dict(zip(columns, row, strict=True)) for row in cur.fetchall()]
-
-
 def _month_add(day: date, months: int) -> date:
     index = day.year * 12 + day.month - 1 + months
     return date(index // 12, index % 12 + 1, 1)
@@ -136,7 +130,7 @@ def load_spend_watch(con: duckdb.DuckDBPyConnection, as_of: date, run_id: str) -
                 "top_lines": tuple(json.loads(r["top_lines"])),
             }
         )
-        for r in _rows(con, "spend_watch_anomalies", run)
+        for r in report_rows(con, "spend_watch_anomalies", run)
     ]
     budgets = [
         BudgetRow(
@@ -147,21 +141,21 @@ def load_spend_watch(con: duckdb.DuckDBPyConnection, as_of: date, run_id: str) -
                 "forecast_cost": _float(r["forecast_cost"]),
             }
         )
-        for r in _rows(con, "spend_watch_budgets", run)
+        for r in report_rows(con, "spend_watch_budgets", run)
     ]
     accuracy: dict[tuple[str, str], dict[int, tuple[int, float | None, float | None]]] = {}
-    for r in _rows(con, "spend_watch_accuracy", run):
+    for r in report_rows(con, "spend_watch_accuracy", run):
         key = (f"{r['scope_kind']}: {r['scope_value']}", r["currency"])
         accuracy.setdefault(key, {})[int(r["horizon_days"])] = (int(r["folds"]), r["mape"], r["coverage"])
     month_first = as_of.replace(day=1)
-    billed = _rows(
+    billed = report_rows(
         con, "spend_watch_months", {"start": _month_add(month_first, -BILLED_MONTHS), "end": month_first}
     )
     months: dict[tuple[str, str, str], dict[date, list[float | None]]] = {}
     for r in billed:
         key = (r["scope_kind"], r["scope_value"], r["currency"])
         months.setdefault(key, {})[r["month"]] = [float(r["cost"]), None, None, None]
-    for r in _rows(con, "spend_watch_forecast", run):
+    for r in report_rows(con, "spend_watch_forecast", run):
         key = (r["scope_kind"], r["scope_value"], r["currency"])
         months.setdefault(key, {})[r["month"]] = [
             float(r["actual_cost"]) if r["month"] == month_first else None,

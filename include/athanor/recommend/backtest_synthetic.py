@@ -67,7 +67,7 @@ def weekly(seed: int = 0, months: int = 6, start: str = "2026-01-01", base: floa
     """Weekday training, quiet weekends (weekends at 55 % of the weekday level)."""
     rng = np.random.default_rng(seed)
     idx = _index(start, months)
-    weekend = idx.dayofweek.to_numpy() >= 5
+    weekend = idx.day_of_week.to_numpy() >= 5
     level = np.where(weekend, 0.55 * base, base)
     units = level + _diurnal(idx, 0.1 * base) + _noise(rng, idx.size, 0.12 * base)
     return pd.Series(np.maximum(units, 0.0), index=idx, name="units")

@@ -26,6 +26,7 @@ recommender's default, not a decision made here.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -554,7 +555,8 @@ def class_inputs(
     # A grouping column no run records (a log without phases) would only append "unknown".
     cols = [c for c in group_by if df[c].notna().any()] or list(group_by)
     key = df[cols].astype("object").where(df[cols].notna(), "unknown").astype(str)
-    df["job_class"] = key.agg("/".join, axis=1)
+    # Column by column: a row-wise join calls Python once per job run (seconds at 100 k runs).
+    df["job_class"] = functools.reduce(lambda joined, col: joined + "/" + key[col], cols[1:], key[cols[0]])
     classes, skipped = [], []
     for job_class, g in df.groupby("job_class", sort=True):
         configs = Counter(zip(g["instance_type"], g["instance_count"].astype(int), strict=True))
