@@ -280,9 +280,10 @@ def billed_gpu_pools(
     scale = HOURS_PER_MONTH / ((end - start).total_seconds() / 3600)
     by_pool: dict[str, float] = {}
     by_option: dict[str, float] = {}
-    for pool, model, cost in con.execute(
-        sql("marts/gpu_bill_by_option"), {"window_start": start, "window_end": end}
-    ).fetchall():
+    from athanor.ingest.daily import gpu_hourly_source
+
+    query = sql("marts/gpu_bill_by_option", hourly=gpu_hourly_source(con))
+    for pool, model, cost in con.execute(query, {"window_start": start, "window_end": end}).fetchall():
         by_pool[pool] = by_pool.get(pool, 0.0) + float(cost) * scale
         by_option[model] = by_option.get(model, 0.0) + float(cost) * scale
     return {"billed_by_pool": by_pool, "billed_by_option": by_option}
