@@ -277,11 +277,11 @@ def billed_gpu_pools(
     con: duckdb.DuckDBPyConnection, start: datetime, end: datetime
 ) -> dict[str, dict[str, float]]:
     """The current bill of the GPU pools over [start, end), a month: by pool and by pricing model."""
+    from athanor.ingest.daily import gpu_hourly_source
+
     scale = HOURS_PER_MONTH / ((end - start).total_seconds() / 3600)
     by_pool: dict[str, float] = {}
     by_option: dict[str, float] = {}
-    from athanor.ingest.daily import gpu_hourly_source
-
     query = sql("marts/gpu_bill_by_option", hourly=gpu_hourly_source(con))
     for pool, model, cost in con.execute(query, {"window_start": start, "window_end": end}).fetchall():
         by_pool[pool] = by_pool.get(pool, 0.0) + float(cost) * scale
