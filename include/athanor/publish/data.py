@@ -15,6 +15,7 @@ from typing import Any
 
 import duckdb
 
+from athanor.ingest.daily import daily_source
 from athanor.publish.gpu_section import GpuPlanRow, load_gpu_plan
 from athanor.publish.gpu_usage_section import GpuUsage, load_gpu_usage
 from athanor.publish.queries import report_rows
@@ -466,10 +467,13 @@ def load_report_data(con: duckdb.DuckDBPyConnection, as_of: date, run_id: str) -
     week_window = {"start": w.weeks_start, "end": w.period_end}
     run = {"as_of": as_of, "run_id": run_id}
 
+    # The loads' daily sums, or the lines where they do not cover them: decided once per report.
+    daily = daily_source(con)
     spend_rows = report_rows(
         con,
         "spend_period",
         {"period_start": w.period_start, "period_end": w.period_end, "previous_start": w.previous_start},
+        daily=daily,
     )
     spend = Spend(
         by_currency=tuple(
@@ -547,7 +551,7 @@ def load_report_data(con: duckdb.DuckDBPyConnection, as_of: date, run_id: str) -
         prefixes=prefixes,
         dq=dq,
         gpu_plan=load_gpu_plan(con, as_of, run_id),
-        spend_watch=load_spend_watch(con, as_of, run_id),
+        spend_watch=load_spend_watch(con, as_of, run_id, daily),
         gpu_usage=load_gpu_usage(con, w.period_start, w.period_end)
         if _has_table(con, "gpu_usage_hourly")
         else None,

@@ -6,16 +6,13 @@ from typing import Any
 
 import duckdb
 
-from athanor.ingest.daily import daily_source
 from athanor.warehouse import sql
 
-# The queries that read the loads' daily sums (`{daily}`) rather than billing lines.
-_DAILY = frozenset({"spend_period", "spend_watch_months"})
 
-
-def report_rows(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-    """Run `sql/report/<name>.sql` with `params`."""
-    fragments = {"daily": daily_source(con)} if name in _DAILY else {}
+def report_rows(
+    con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any], **fragments: str
+) -> list[dict[str, Any]]:
+    """Run `sql/report/<name>.sql` with `params`, its placeholders filled by `fragments`."""
     cur = con.execute(sql(f"report/{name}", **fragments), params)
     columns = [d[0] for d in cur.description or []]
     return [dict(zip(columns, row, strict=True)) for row in cur.fetchall()]

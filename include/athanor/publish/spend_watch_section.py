@@ -111,8 +111,11 @@ def _month_add(day: date, months: int) -> date:
     return date(index // 12, index % 12 + 1, 1)
 
 
-def load_spend_watch(con: duckdb.DuckDBPyConnection, as_of: date, run_id: str) -> SpendWatch | None:
-    """The watch of run `run_id`; None in a warehouse without the watch's tables."""
+def load_spend_watch(
+    con: duckdb.DuckDBPyConnection, as_of: date, run_id: str, daily: str
+) -> SpendWatch | None:
+    """The watch of run `run_id`; None in a warehouse without the watch's tables. `daily`: what
+    to read the billed months from (`athanor.ingest.daily.daily_source`)."""
     found = con.execute(
         "select count(*) from duckdb_tables() where table_name = 'spend_forecasts' and schema_name = current_schema()"
     ).fetchone()
@@ -149,7 +152,10 @@ def load_spend_watch(con: duckdb.DuckDBPyConnection, as_of: date, run_id: str) -
         accuracy.setdefault(key, {})[int(r["horizon_days"])] = (int(r["folds"]), r["mape"], r["coverage"])
     month_first = as_of.replace(day=1)
     billed = report_rows(
-        con, "spend_watch_months", {"start": _month_add(month_first, -BILLED_MONTHS), "end": month_first}
+        con,
+        "spend_watch_months",
+        {"start": _month_add(month_first, -BILLED_MONTHS), "end": month_first},
+        daily=daily,
     )
     months: dict[tuple[str, str, str], dict[date, list[float | None]]] = {}
     for r in billed:
