@@ -88,7 +88,7 @@ def test_a_full_disk_while_copying_the_snapshot_leaves_the_previous_pair_and_no_
     partial: list[Path] = []
 
     # Tonight's row changed the partition: its file is written again, and the disk fills.
-    def disk_fills_halfway(con, table, spec, values, path: Path) -> int:
+    def disk_fills_halfway(con, table, spec, values, columns, path: Path) -> tuple[int, tuple[str, ...]]:
         Path(path).write_bytes(b"PAR1" + b"\0" * 4096)
         partial.append(Path(path))
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))

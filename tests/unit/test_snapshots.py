@@ -4,6 +4,7 @@ files no snapshot references go (athanor.warehouse.snapshots)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -127,6 +128,33 @@ def test_the_snapshot_has_the_warehouses_relations_columns_types_and_comments(wa
         assert published[name].comment == relation.comment, name
     assert published["billing_facts"].kind == "view"  # over its Parquet files
     assert published["job_run_facts"].kind == "table"  # empty here: nothing to partition
+
+
+def test_a_column_empty_in_a_partition_is_left_out_of_its_file_and_read_back_as_null(warehouse) -> None:
+    con, snapshot = warehouse
+    # Account c's October names its region; no other partition does.
+    bill(con, "l3", "c", "2026-10-01", 2, "5.00")
+    con.execute("update billing_facts set region_id = 'us-east-1' where load_id = 'l3'")
+    publish(con, snapshot)
+    query = "select billing_account_id, region_id, charge_class, count(*) from billing_facts group by all order by all"
+    expected = [("a", None, None, 5), ("b", None, None, 4), ("c", "us-east-1", None, 2)]
+    assert con.execute(query).fetchall() == expected
+    with open_snapshot(snapshot) as reader:
+        assert reader.execute(query).fetchall() == expected
+        # A column no file holds keeps its type in the view.
+        types = "select typeof(charge_class), typeof(x_gpu_count) from billing_facts limit 1"
+        assert reader.execute(types).fetchone() == ("VARCHAR", "INTEGER")
+        parts = reader.execute(
+            f"select json_extract_string(partition_key, '$[1]'), file, absent from {snap.MANIFEST_SCHEMA}.partitions"
+        ).fetchall()
+    assert sorted(account for account, _, _ in parts) == ["a", "a", "b", "c"]
+    # What each file holds: region_id only in c's, charge_class in none, the costs in all.
+    for account, file, absent in parts:
+        held = {r[0] for r in duckdb.sql(f"describe select * from read_parquet('{file}')").fetchall()}
+        left_out = set(json.loads(absent))
+        assert held.isdisjoint(left_out) and len(held | left_out) == len(con.table("billing_facts").columns)
+        assert "charge_class" in left_out and "billed_cost" in held
+        assert ("region_id" in held) == (account == "c")
 
 
 def test_analysts_read_the_views_but_no_other_file(warehouse, tmp_path: Path) -> None:
