@@ -11,9 +11,15 @@ select
     coalesce(service_name, '(unknown)') as service,
     coalesce(sub_account_id, billing_account_id) as account,
     coalesce(nullif(tags['team'], ''), '(untagged)') as team,
+    pricing_category,
+    charge_category,
+    commitment_discount_status,
+    x_instance_family,
+    service_category,
     sum(effective_cost) as effective_cost,
     count(*) as line_items,
-    max(charge_period_end) as last_charge_end
+    max(charge_period_end) as last_charge_end,
+    coalesce(sum(x_usage_hours), 0) as usage_hours
 from billing_facts
 where {where}
 group by all

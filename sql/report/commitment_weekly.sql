@@ -3,18 +3,20 @@
 -- Utilisation: amortised cost of used commitment / cost of all commitment (used + unused).
 -- Coverage: instance-hours run on a commitment / instance-hours that a commitment could
 -- have covered (usage lines, spot excluded: spot is not eligible for reservations).
+-- Read from the `daily` fragment (athanor.ingest.daily.daily_source), whose rows keep the
+-- dimensions these filters need; the window is whole days.
 with usage as (
     select
-        cast(date_trunc('week', charge_period_start) as date) as week,
+        cast(date_trunc('week', day) as date) as week,
         billing_currency as currency,
         commitment_discount_status,
         charge_category,
         pricing_category,
         effective_cost,
-        x_usage_hours
-    from billing_facts
-    where charge_period_start >= $start
-      and charge_period_start < $end
+        usage_hours
+    from {daily}
+    where day >= $start
+      and day < $end
 ),
 
 final as (
@@ -23,9 +25,9 @@ final as (
         currency,
         coalesce(sum(effective_cost) filter (where commitment_discount_status = 'Used'), 0) as used_cost,
         coalesce(sum(effective_cost) filter (where commitment_discount_status = 'Unused'), 0) as unused_cost,
-        coalesce(sum(x_usage_hours) filter (
+        coalesce(sum(usage_hours) filter (
             where charge_category = 'Usage' and commitment_discount_status = 'Used'), 0) as committed_hours,
-        coalesce(sum(x_usage_hours) filter (
+        coalesce(sum(usage_hours) filter (
             where charge_category = 'Usage'
               and coalesce(pricing_category, '') <> 'Dynamic'
               and commitment_discount_status is distinct from 'Unused'), 0) as eligible_hours

@@ -1,9 +1,10 @@
 -- Grain: one row per week (Monday 00:00 UTC) per billing currency per dimension per label,
 -- with its effective cost. Dimensions: pricing_category (FOCUS), team (the `team` tag),
--- instance_family, service. Currencies are never added together.
+-- instance_family, service. Currencies are never added together. Read from the `daily`
+-- fragment (athanor.ingest.daily.daily_source): the window is whole days.
 with charges as (
     select
-        cast(date_trunc('week', charge_period_start) as date) as week,
+        cast(date_trunc('week', day) as date) as week,
         billing_currency as currency,
         -- FOCUS leaves PricingCategory empty on purchases, taxes and credits: say which they are.
         coalesce(
@@ -16,7 +17,7 @@ with charges as (
             end,
             'Other ' || lower(coalesce(charge_category, 'charges'))
         ) as pricing_category,
-        coalesce(nullif(tags['team'], ''), '(untagged)') as team,
+        team,
         -- Lines that are no instance-hours, by what they are instead.
         coalesce(
             x_instance_family,
@@ -28,15 +29,15 @@ with charges as (
                 else 'Other services'
             end
         ) as instance_family,
-        coalesce(service_name, '(unknown)') as service,
+        service,
         effective_cost
-    from billing_facts
-    where charge_period_start >= $start
-      and charge_period_start < $end
+    from {daily}
+    where day >= $start
+      and day < $end
 ),
 
--- The lines summed once to every label of every dimension (a few hundred rows a week), then
--- per dimension: one pass over the lines instead of four.
+-- The days summed once to every label of every dimension (a few hundred rows a week), then
+-- per dimension.
 labelled as (
     select week, currency, pricing_category, team, instance_family, service, sum(effective_cost) as cost
     from charges

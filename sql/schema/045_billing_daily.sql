@@ -14,8 +14,26 @@ create table if not exists billing_daily (
     team                   varchar not null,   -- the team tag, '(untagged)' when empty
     effective_cost         decimal(38, 12) not null,
     line_items             bigint not null,
-    last_charge_end        timestamp           -- max(charge_period_end) of the group
+    last_charge_end        timestamp,          -- max(charge_period_end) of the group
+    -- What the report's weekly charts label lines by (sql/report/spend_weekly.sql,
+    -- commitment_weekly.sql), as billed: the labels are the report's, applied when it reads.
+    pricing_category       varchar,
+    charge_category        varchar,
+    commitment_discount_status varchar,
+    x_instance_family      varchar,
+    service_category       varchar,
+    usage_hours            decimal(38, 12)     -- sum of x_usage_hours, 0 when none
 );
+
+-- A warehouse summed before those columns existed gains them, and its partitions are summed
+-- again below (usage_hours is never NULL in a row the load wrote).
+alter table billing_daily add column if not exists pricing_category varchar;
+alter table billing_daily add column if not exists charge_category varchar;
+alter table billing_daily add column if not exists commitment_discount_status varchar;
+alter table billing_daily add column if not exists x_instance_family varchar;
+alter table billing_daily add column if not exists service_category varchar;
+alter table billing_daily add column if not exists usage_hours decimal(38, 12);
+delete from billing_daily where usage_hours is null;
 
 -- A warehouse loaded before this table existed: its partitions summed once, here. Later loads
 -- keep it (one writer: athanor.ingest.daily.refresh_billing_daily); a partition already summed
@@ -30,15 +48,21 @@ select
     coalesce(f.service_name, '(unknown)') as service,
     coalesce(f.sub_account_id, f.billing_account_id) as account,
     coalesce(nullif(f.tags['team'], ''), '(untagged)') as team,
+    f.pricing_category,
+    f.charge_category,
+    f.commitment_discount_status,
+    f.x_instance_family,
+    f.service_category,
     sum(f.effective_cost) as effective_cost,
     count(*) as line_items,
-    max(f.charge_period_end) as last_charge_end
+    max(f.charge_period_end) as last_charge_end,
+    coalesce(sum(f.x_usage_hours), 0) as usage_hours
 from billing_facts as f
 anti join (select distinct billing_account_id, billing_period_start from billing_daily) as done
     using (billing_account_id, billing_period_start)
 group by all;
 
-comment on table billing_daily is 'Grain: one row per billing account, billing period, day (of charge start), currency, kind, service, account and team. The daily effective cost of billing_facts, maintained by each billing load for the (account, period) partitions it touched; reconciles with billing_facts to the cent.';
+comment on table billing_daily is 'Grain: one row per billing account, billing period, day (of charge start), currency, kind, service, account, team, pricing category, charge category, commitment discount status, instance family and service category. The daily effective cost of billing_facts, maintained by each billing load for the (account, period) partitions it touched; reconciles with billing_facts to the cent.';
 comment on column billing_daily.billing_account_id is 'The partition''s billing account (billing_facts.billing_account_id).';
 comment on column billing_daily.billing_period_start is 'The partition''s billing period (billing_facts.billing_period_start).';
 comment on column billing_daily.day is 'The UTC day the charges started (charge_period_start).';
@@ -50,6 +74,12 @@ comment on column billing_daily.team is 'The team tag, ''(untagged)'' when empty
 comment on column billing_daily.effective_cost is 'Sum of billing_facts.effective_cost (amortised).';
 comment on column billing_daily.line_items is 'Number of billing_facts rows summed.';
 comment on column billing_daily.last_charge_end is 'Latest charge_period_end of those rows (UTC).';
+comment on column billing_daily.pricing_category is 'billing_facts.pricing_category (FOCUS PricingCategory), as billed.';
+comment on column billing_daily.charge_category is 'billing_facts.charge_category (FOCUS ChargeCategory).';
+comment on column billing_daily.commitment_discount_status is 'billing_facts.commitment_discount_status (Used, Unused or empty).';
+comment on column billing_daily.x_instance_family is 'billing_facts.x_instance_family.';
+comment on column billing_daily.service_category is 'billing_facts.service_category (FOCUS ServiceCategory).';
+comment on column billing_daily.usage_hours is 'Sum of billing_facts.x_usage_hours, 0 when the rows have none.';
 
 -- Grain: one row per billing partition (billing account, billing period), hour, instance type,
 -- region and pricing model: the GPU instance-hours and their cost in USD, the input of

@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 from moto import mock_aws
 
+from athanor.ingest.daily import summaries_cover
 from athanor.publish import build_report, load_report_data, publish_report
 from athanor.publish.artifacts import neutralise, publish_to_bucket
 from athanor.publish.render import money, render_html
-from athanor.warehouse import connect
+from athanor.warehouse import SQL_DIR, connect
 
 AS_OF = date(2026, 11, 30)  # period [2026-11-01, 2026-12-01), previous [2026-10-02, 2026-11-01)
 XSS_TEAM = "<script>alert('x')</script>"
@@ -227,6 +228,20 @@ def warehouse(tmp_path: Path) -> duckdb.DuckDBPyConnection:
     con.close()
 
 
+@pytest.fixture(params=["lines", "daily sums"])
+def either_source(
+    request: pytest.FixtureRequest, warehouse: duckdb.DuckDBPyConnection
+) -> duckdb.DuckDBPyConnection:
+    """The small warehouse read from its billing lines (its rows were written outside a load),
+    or from billing_daily summed as a load sums it (the schema's backfill)."""
+    if request.param == "daily sums":
+        warehouse.execute((SQL_DIR / "schema" / "045_billing_daily.sql").read_text())
+        assert summaries_cover(warehouse)
+    else:
+        assert not summaries_cover(warehouse)
+    return warehouse
+
+
 @pytest.fixture
 def empty_warehouse(tmp_path: Path) -> duckdb.DuckDBPyConnection:
     con = connect(tmp_path / "empty.duckdb")
@@ -237,8 +252,8 @@ def empty_warehouse(tmp_path: Path) -> duckdb.DuckDBPyConnection:
 # ------------------------------------------------------------------ data
 
 
-def test_report_data_matches_hand_computed_numbers(warehouse: duckdb.DuckDBPyConnection) -> None:
-    data = load_report_data(warehouse, AS_OF, "run-1")
+def test_report_data_matches_hand_computed_numbers(either_source: duckdb.DuckDBPyConnection) -> None:
+    data = load_report_data(either_source, AS_OF, "run-1")
     # November: 1000 + 600 + 200 + 300 + 50 = 2150; October 15: 1500 -> +43.33 %.
     assert data.spend.cost_usd == pytest.approx(2150.0)
     assert data.spend.previous_cost_usd == pytest.approx(1500.0)
@@ -276,8 +291,8 @@ def test_report_data_matches_hand_computed_numbers(warehouse: duckdb.DuckDBPyCon
     assert data.dq_failed[0].where == "billing_facts · delivery · x_gpu_count · cur.csv"
 
 
-def test_weekly_spend_splits_by_team_tag(warehouse: duckdb.DuckDBPyConnection) -> None:
-    data = load_report_data(warehouse, AS_OF, "run-1")
+def test_weekly_spend_splits_by_team_tag(either_source: duckdb.DuckDBPyConnection) -> None:
+    data = load_report_data(either_source, AS_OF, "run-1")
     team = {(r.week, r.label): r.cost for r in data.weekly_spend if r.dimension == "team"}
     assert team == {
         (date(2026, 10, 12), "llm"): 1500.0,

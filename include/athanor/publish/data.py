@@ -487,8 +487,10 @@ def load_report_data(con: duckdb.DuckDBPyConnection, as_of: date, run_id: str) -
         ),
         billing_through=max((r["billing_through"] for r in spend_rows), default=None),
     )
-    weekly = [WeeklySpend(**r) for r in report_rows(con, "spend_weekly", week_window)]
-    commitment_weeks = [CommitmentWeek(**r) for r in report_rows(con, "commitment_weekly", week_window)]
+    weekly = [WeeklySpend(**r) for r in report_rows(con, "spend_weekly", week_window, daily=daily)]
+    commitment_weeks = [
+        CommitmentWeek(**r) for r in report_rows(con, "commitment_weekly", week_window, daily=daily)
+    ]
     commitments = [
         Commitment(
             commitment_discount_id=r["commitment_discount_id"],
