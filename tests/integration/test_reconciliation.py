@@ -219,6 +219,47 @@ def test_every_weekly_chart_adds_up_to_the_weeks_bill(published: Published) -> N
             )
 
 
+def test_commitment_chart_weeks_are_the_bills_commitment_lines(published: Published) -> None:
+    """The weekly utilisation and coverage chart reads billing_daily: each week's inputs are the lines'."""
+    from athanor.publish import load_report_data
+
+    con = duckdb.connect(str(published.home / "warehouse" / "athanor.duckdb"), read_only=True)
+    try:
+        weeks = load_report_data(con, published.as_of, published.run_id).commitment_weeks
+    finally:
+        con.close()
+    first = datetime.combine(min(w.week for w in weeks), datetime.min.time())
+    _, end = published.period
+    lines = {
+        (week, currency): figures
+        for week, currency, *figures in published.query(
+            """select cast(date_trunc('week', charge_period_start) as date), billing_currency,
+                      coalesce(sum(effective_cost) filter (where commitment_discount_status = 'Used'), 0)::double,
+                      coalesce(sum(effective_cost) filter (where commitment_discount_status = 'Unused'), 0)::double,
+                      coalesce(sum(x_usage_hours) filter (
+                          where charge_category = 'Usage' and commitment_discount_status = 'Used'), 0)::double,
+                      coalesce(sum(x_usage_hours) filter (
+                          where charge_category = 'Usage' and coalesce(pricing_category, '') <> 'Dynamic'
+                            and commitment_discount_status is distinct from 'Unused'), 0)::double
+               from billing_facts where charge_period_start >= ? and charge_period_start < ?
+               group by all""",
+            [first, end],
+        )
+    }
+    assert {(w.week, w.currency) for w in weeks} == set(lines)
+    for w in weeks:
+        shown = (w.used_cost, w.unused_cost, w.committed_hours, w.eligible_hours)
+        for name, page, query in zip(
+            ("used", "unused", "committed h", "eligible h"), shown, lines[(w.week, w.currency)], strict=True
+        ):
+            reconcile(
+                published,
+                f"commitment week of {w.week}, {w.currency}, {name}",
+                round(page, 6),
+                round(query, 6),
+            )
+
+
 def test_commitments_table_is_the_bills_used_and_unused_commitment(published: Published) -> None:
     start, end = published.period
     query = published.query(

@@ -455,6 +455,14 @@ def _table_parts(
                 f"snapshot: partition {key} of {spec.table} wrote {written} rows, counted {rows}"
             )
         staged.rows_written += written
+        logger.info(
+            "snapshot: %s partition %s: %s rows to %s, %d columns empty in all of them left out",
+            spec.table,
+            key,
+            f"{written:,}",
+            path.name,
+            len(absent),
+        )
         parts.append(Part(spec.table, key, rows, columns, str(path), absent))
     return parts
 
