@@ -179,6 +179,32 @@ def test_the_forecast_interval_contains_a_known_linear_series() -> None:
     assert np.abs(cost - truth).max() < 10  # within two noise deviations
 
 
+def test_the_forecast_without_the_parameters_covariance_is_statsmodels_own(monkeypatch) -> None:
+    """The fits skip the covariance matrix of their parameters; every figure stays statsmodels'."""
+    from statsmodels.tsa.exponential_smoothing.ets import ETSModel
+
+    from athanor.watch import forecast
+
+    index = pd.date_range("2026-08-01", periods=75, freq="D")
+    rng = np.random.default_rng(11)
+    usage = pd.Series(
+        500 + 3.0 * np.arange(75) + 40 * (index.day_of_week >= 5) + rng.normal(0, 20, 75), index=index
+    )
+    month_start = pd.Series(np.where(index.day == 1, 1000.0, 0.0), index=index)
+    light = [fit_forecast(usage, month_start, 40, 0.8, damped=d) for d in (None, False, True)]
+    fitted = forecast._ets_model()(usage, error="add", trend="add", seasonal="add", seasonal_periods=7).fit(
+        disp=False, maxiter=200
+    )
+    assert np.isnan(np.asarray(fitted.cov_params())).all()  # the Hessian was not computed
+
+    monkeypatch.setattr(forecast, "_ets_model", lambda: ETSModel)
+    stock = [fit_forecast(usage, month_start, 40, 0.8, damped=d) for d in (None, False, True)]
+    for ours, theirs in zip(light, stock, strict=True):
+        assert (ours[0] == theirs[0]).all()
+        for a, b in zip(ours[1:], theirs[1:], strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
 def test_the_forecast_chooses_its_trend_by_backtest_and_adds_the_months_fees(warehouse) -> None:
     index = days()
     noise = np.random.default_rng(3).normal(0, 5, len(index))
