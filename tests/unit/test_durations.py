@@ -252,6 +252,17 @@ def test_pdf_integrates_to_cdf(family: str, params: dict) -> None:
     assert area == pytest.approx(float(D.model_cdf(family, params, upper)), abs=1e-6)
 
 
+def test_mixture_quantiles_are_found_to_the_last_float() -> None:
+    """The bisection stops once no bracket can narrow: each quantile still splits the CDF at q."""
+    params = {"weights": [0.5, 0.3, 0.2], "mus": [7.0, 9.5, 11.0], "sigmas": [0.8, 0.6, 1.2]}
+    q = np.concatenate([(np.arange(2000) + 0.5) / 2000, [1e-9, 0.5, 1 - 1e-9]])
+    x = D.model_ppf(D.MIXTURE, params, q)
+    assert (np.diff(x[:2000]) > 0).all()
+    assert (D.model_cdf(D.MIXTURE, params, x * (1 - 1e-12)) <= q).all()
+    assert (D.model_cdf(D.MIXTURE, params, x * (1 + 1e-12)) >= q).all()
+    assert D.model_cdf(D.MIXTURE, params, x) == pytest.approx(q, rel=1e-9, abs=1e-15)
+
+
 def _groups_frame() -> pd.DataFrame:
     rng = np.random.default_rng(0)
     parts = []

@@ -80,6 +80,10 @@ def model_ppf(family: str, params: dict[str, Any], q: np.ndarray | float) -> np.
     for _ in range(80):  # bisection on ln x: the mixture CDF is monotone
         mid = 0.5 * (lo + hi)
         below = model_cdf(MIXTURE, params, np.exp(mid)) < q
-        lo = np.where(below, mid, lo)
-        hi = np.where(below, hi, mid)
+        next_lo = np.where(below, mid, lo)
+        next_hi = np.where(below, hi, mid)
+        if np.array_equal(next_lo, lo) and np.array_equal(next_hi, hi):
+            # Every bracket is down to adjacent floats: the steps left would change nothing.
+            break
+        lo, hi = next_lo, next_hi
     return np.exp(0.5 * (lo + hi))
