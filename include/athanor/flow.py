@@ -455,6 +455,15 @@ def publish(run: RunContext) -> dict:
     return published
 
 
+def _without_secrets(message: str, settings: Settings) -> str:
+    """`message` with the settings' secrets (the alert webhook, the lake catalog URL) masked."""
+    for name in ("alert_webhook", "lake_catalog_uri"):
+        secret = getattr(settings, name)
+        if secret and len(secret) > 3:
+            message = message.replace(secret, f"<{name}>")
+    return message
+
+
 def _brief(summary: dict) -> str:
     """A stage summary for a log line: its scalar figures, not the nested detail."""
     return ", ".join(f"{k}={v}" for k, v in summary.items() if isinstance(v, str | int | float | bool)) or "-"
@@ -694,9 +703,12 @@ def run_stage(
         summary = function(run, *inputs)
     except Exception as exc:
         finished = _now()
-        logger.error("%s failed after %.1f s: %s", name, time.perf_counter() - clock, exc)
+        # A message that quotes the webhook URL (its token) goes neither to the log nor to
+        # pipeline_runs, which the snapshot copies to every analyst.
+        error = _without_secrets(str(exc), settings)
+        logger.error("%s failed after %.1f s: %s", name, time.perf_counter() - clock, error)
         if record:
-            failure = {"error": str(exc), **getattr(exc, "summary", {})}
+            failure = {"error": error, **getattr(exc, "summary", {})}
             try:
                 record_stage(run, name, started, finished, "failed", failure)
             except Exception:  # noqa: BLE001  # the stage's own error is the one to report

@@ -5,10 +5,11 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import duckdb
 
-from athanor.notify import post_text
+from athanor.notify import post_text, webhook_problem
 from athanor.warehouse import insert_rows
 
 log = logging.getLogger(__name__)
@@ -23,12 +24,15 @@ class Alert:
 
 def send_new(
     con: duckdb.DuckDBPyConnection, alerts: list[Alert], run_id: str, webhook: str | None
-) -> dict[str, int]:
-    """Send the alerts whose key was never sent; record each sent one. Returns counts.
+) -> dict[str, Any]:
+    """Send the alerts whose key was never sent; record each sent one. Returns counts, and
+    `error`: why the webhook setting itself is refused (a reason that never quotes the URL).
 
     Without a webhook an alert is logged and recorded as sent on the channel 'log' (a webhook set
-    later does not replay the past). One the webhook refused is not recorded: the next run retries.
+    later does not replay the past). One the webhook refused, or could not be sent to, is not
+    recorded: the next run retries. A broken channel never fails the run.
     """
+    problem = webhook_problem(webhook) if webhook else None
     keys = [a.key for a in alerts]
     sent_before = {
         k
@@ -42,6 +46,9 @@ def send_new(
             counts["already_sent"] += 1
             continue
         if webhook:
+            if problem:
+                counts["failed"] += 1
+                continue
             if not post_text(webhook, alert.message, what=f"the {alert.kind} alert"):
                 counts["failed"] += 1
                 continue
@@ -64,6 +71,8 @@ def send_new(
             ],
         )
         counts["new"] += 1
+    if problem and counts["failed"]:
+        log.warning("%d alert(s) not sent (retried next run): %s", counts["failed"], problem)
     log.info(
         "alerts: %d new sent (%s), %d sent before, %d failed (retried next run)",
         counts["new"],
@@ -71,4 +80,4 @@ def send_new(
         counts["already_sent"],
         counts["failed"],
     )
-    return counts
+    return {**counts, "error": problem if counts["failed"] else None}

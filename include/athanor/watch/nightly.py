@@ -230,6 +230,7 @@ def watch_spend(
         "alerts_sent": sent["new"],
         "alerts_already_sent": sent["already_sent"],
         "alerts_failed": sent["failed"],
+        "alerts_error": sent["error"],
         "written": written,
     }
 
