@@ -95,6 +95,7 @@ def _cmd_query(args: argparse.Namespace, settings: Settings) -> int:
             snapshot=snapshot,
             memory_limit=settings.duckdb_memory_limit,
             threads=settings.duckdb_threads,
+            max_temp=settings.query_max_temp,
         )
     except duckdb.IOException as exc:
         if not _lock_conflict(exc):
@@ -114,7 +115,7 @@ def _cmd_query(args: argparse.Namespace, settings: Settings) -> int:
 
         # The lake mode: the fact tables as the snapshot ids the published run read (or --lake-snapshot).
         lake.attach_for_query(con, settings, args.lake_snapshot, published=snapshot)
-        columns, rows = run_readonly(con, args.sql)
+        columns, rows = run_readonly(con, args.sql, timeout_s=settings.query_timeout_s)
     finally:
         con.close()
     print(format_rows(columns, rows, args.format, neutralise=not args.raw_csv))

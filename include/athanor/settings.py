@@ -152,6 +152,9 @@ class Settings:
     aws_region: str = "us-east-1"
     # How long a writer waits while another process holds the warehouse file, then fails.
     writer_wait_s: float = 60.0
+    # An analyst's `athanor query`: its time limit, and the disk its spill files may take.
+    query_timeout_s: float = 300.0
+    query_max_temp: str = "1GB"
     # Pricing assumptions (PRICING_ASSUMPTIONS). GPU commitment prices are not public: set the
     # discounts from your own quotes.
     commit_discount_1y: float = 0.40
@@ -210,6 +213,8 @@ class Settings:
             s3_endpoint_url=env.get("ATHANOR_S3_ENDPOINT_URL") or env.get("AWS_ENDPOINT_URL") or None,
             aws_region=env.get("AWS_REGION", "us-east-1"),
             writer_wait_s=float(env.get("ATHANOR_WRITER_WAIT_S", "60")),
+            query_timeout_s=_positive(env, "ATHANOR_QUERY_TIMEOUT_S", "300"),
+            query_max_temp=env.get("ATHANOR_QUERY_MAX_TEMP", "1GB"),
             max_columns=int(env.get("ATHANOR_MAX_COLUMNS", "2000")),
             max_expanded_bytes=int(float(env.get("ATHANOR_MAX_EXPANDED_GB", "20")) * 1e9),
             max_expansion_ratio=float(env.get("ATHANOR_MAX_EXPANSION_RATIO", "200")),
@@ -231,6 +236,17 @@ class Settings:
                 if env.get(variable)
             },
         )
+
+
+def _positive(env: Mapping[str, str], variable: str, default: str) -> float:
+    text = env.get(variable, default)
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{variable} must be a number of seconds, got {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise ValueError(f"{variable} must be a positive number of seconds, got {text!r}")
+    return value
 
 
 def _warehouse_mode(text: str) -> str:

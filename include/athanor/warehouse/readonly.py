@@ -9,7 +9,14 @@
    external access is off (no COPY, EXPORT, ATTACH of other files, `read_csv`/`read_text`/
    `glob` of local files, no http, no extension install or load) and the configuration is
    locked, so no later `SET` or `PRAGMA` can turn any of that back on. The one exception is
-   the snapshot's own Parquet folder, which its fact tables' views read (`snapshots`).
+   the snapshot's own Parquet files, which its fact tables' views read (`snapshots`): each is
+   allowed by its exact path (`allowed_paths`), never a folder, so no statement that slipped
+   through could create a file beside them or reach a sibling folder through `..`.
+
+`EXPLAIN ANALYZE` runs the statement it explains, so an `EXPLAIN` is checked by the statement
+inside it: it runs where that statement would. A query also has a time limit (`run_readonly`)
+and a cap on the spill files it may write (`open_readonly`): settings `ATHANOR_QUERY_TIMEOUT_S`
+and `ATHANOR_QUERY_MAX_TEMP` (a cross join once spilled 1.3 GB before it was killed).
 
 The second lock alone would suffice; the first names the refused statement in plain words
 and keeps the guarantee if a future DuckDB lets something new through the settings.
@@ -17,11 +24,14 @@ and keeps the guarantee if a future DuckDB lets something new through the settin
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
 
-from athanor.warehouse.snapshots import manifest_dirs, open_snapshot
+from athanor.warehouse.snapshots import manifest_files, open_snapshot
 
 # The statement kinds `athanor query` runs. SELECT covers WITH, FROM-first queries, VALUES,
 # TABLE, DESCRIBE, SHOW and SUMMARIZE; PRAGMA and CALL the catalog functions
@@ -53,7 +63,12 @@ class QueryRefused(ValueError):
 
 
 def open_readonly(
-    path: Path | str, *, snapshot: bool, memory_limit: str = "2GB", threads: int = 2
+    path: Path | str,
+    *,
+    snapshot: bool,
+    memory_limit: str = "2GB",
+    threads: int = 2,
+    max_temp: str = "1GB",
 ) -> duckdb.DuckDBPyConnection:
     """Open a warehouse file (the published snapshot, or the live file) for analysts' SQL.
 
@@ -66,10 +81,12 @@ def open_readonly(
         con.execute(f"set memory_limit = '{memory_limit}'")
         con.execute(f"set threads = {int(threads)}")
         con.execute("set TimeZone = 'UTC'")
+        con.execute("set max_temp_directory_size = ?", [max_temp])
         # Before external access goes off: afterwards DuckDB refuses to widen what it allows.
-        folders = [folder.rstrip("/") + "/" for folder in manifest_dirs(con)] if snapshot else []
-        if folders:
-            con.execute("set allowed_directories = ?", [folders])
+        # Files, not their folder: an allowed folder is writable as well as readable.
+        files = manifest_files(con) if snapshot else []
+        if files:
+            con.execute("set allowed_paths = ?", [files])
         for name, value in LOCKDOWN:
             con.execute(f"set {name} = {value}")
     except BaseException:
@@ -84,16 +101,56 @@ def check_statements(con: duckdb.DuckDBPyConnection, text: str) -> None:
     if not statements:
         raise QueryRefused("athanor query: no SQL statement given")
     for statement in statements:
+        _check_statement(con, statement, explained=False)
+
+
+def _check_statement(con: duckdb.DuckDBPyConnection, statement: object, *, explained: bool) -> None:
+    try:
+        kind = statement.type  # type: ignore[attr-defined]
+    except ValueError:
+        # The Python binding does not name every kind DuckDB parses (UPDATE EXTENSIONS).
+        kind = None
+    if kind not in ALLOWED:
+        what = _kind_name(statement, kind)
+        inside = f"EXPLAIN of {what}" if explained else what
+        raise QueryRefused(
+            f"athanor query is read-only: {inside} is not allowed (it runs {ALLOWED_TEXT} only)"
+        )
+    if kind == duckdb.StatementType.EXPLAIN:
+        # EXPLAIN ANALYZE executes what it explains: the explained statement must pass too.
+        _check_statement(con, _explained(con, str(statement.query)), explained=True)  # type: ignore[attr-defined]
+
+
+def _explained(con: duckdb.DuckDBPyConnection, text: str) -> object:
+    """The statement an `EXPLAIN [ANALYZE] [(options)] ...` explains, parsed by DuckDB."""
+    tokens = duckdb.tokenize(text)
+    ends = [start for start, _ in tokens[1:]] + [len(text)]
+    # (where the word starts, the word): comments left out.
+    words = [
+        (start, text[start:end].strip())
+        for (start, kind), end in zip(tokens, ends, strict=True)
+        if kind != duckdb.token_type.comment
+    ]
+    after = 1  # words[0] is EXPLAIN; ANALYZE, or options in parentheses, may follow
+    if after < len(words) and words[after][1].upper() == "ANALYZE":
+        after += 1
+    starts = [words[after][0]] if after < len(words) else []
+    if after < len(words) and words[after][1] == "(":
+        depth = 0
+        for index in range(after, len(words)):
+            depth += words[index][1].count("(") - words[index][1].count(")")
+            if depth <= 0:
+                starts += [words[index + 1][0]] if index + 1 < len(words) else []
+                break
+    for start in starts:
+        # `explain (select 1)` explains a statement, `explain (analyze) ...` has options: whichever parses.
         try:
-            kind = statement.type
-        except ValueError:
-            # The Python binding does not name every kind DuckDB parses (UPDATE EXTENSIONS).
-            kind = None
-        if kind not in ALLOWED:
-            raise QueryRefused(
-                f"athanor query is read-only: {_kind_name(statement, kind)} is not allowed "
-                f"(it runs {ALLOWED_TEXT} only)"
-            )
+            inner = con.extract_statements(text[start:])
+        except duckdb.Error:
+            continue
+        if len(inner) == 1:
+            return inner[0]
+    raise QueryRefused("athanor query is read-only: an EXPLAIN of a statement it cannot read is not allowed")
 
 
 def _kind_name(statement: object, kind: duckdb.StatementType | None) -> str:
@@ -110,7 +167,9 @@ def _kind_name(statement: object, kind: duckdb.StatementType | None) -> str:
     return kind.name.replace("_", " ")
 
 
-def run_readonly(con: duckdb.DuckDBPyConnection, text: str) -> tuple[list[str], list[tuple]]:
+def run_readonly(
+    con: duckdb.DuckDBPyConnection, text: str, *, timeout_s: float | None = None
+) -> tuple[list[str], list[tuple]]:
     """Column names and rows of the last statement of `text`, after `check_statements`.
 
     Raises `QueryRefused` for a refused statement or a locked-out access, and DuckDB's own
@@ -118,7 +177,19 @@ def run_readonly(con: duckdb.DuckDBPyConnection, text: str) -> tuple[list[str], 
     """
     check_statements(con, text)
     try:
-        cur = con.execute(text)
+        with _time_limit(con, timeout_s):
+            cur = con.execute(text)
+            columns = [d[0] for d in cur.description or []]
+            rows = cur.fetchall() if columns else []
+    except duckdb.InterruptException:
+        raise QueryRefused(
+            f"athanor query stopped after {timeout_s:g} s, its time limit (ATHANOR_QUERY_TIMEOUT_S)"
+        ) from None
+    except duckdb.OutOfMemoryException as exc:
+        raise QueryRefused(
+            f"athanor query ran out of its memory or spill space ({_first_line(exc)}); "
+            "narrow the query, or raise ATHANOR_DUCKDB_MEMORY_LIMIT / ATHANOR_QUERY_MAX_TEMP"
+        ) from None
     except duckdb.PermissionException as exc:
         raise QueryRefused(
             f"athanor query reads only the warehouse: no files, network or extensions ({_first_line(exc)})"
@@ -136,8 +207,22 @@ def run_readonly(con: duckdb.DuckDBPyConnection, text: str) -> tuple[list[str], 
         if "base table" in message:
             raise QueryRefused(f"athanor query is read-only ({message})") from None
         raise
-    columns = [d[0] for d in cur.description or []]
-    return columns, (cur.fetchall() if columns else [])
+    return columns, rows
+
+
+@contextmanager
+def _time_limit(con: duckdb.DuckDBPyConnection, timeout_s: float | None) -> Iterator[None]:
+    """Interrupt whatever `con` runs once `timeout_s` have passed (None: no limit)."""
+    if timeout_s is None:
+        yield
+        return
+    timer = threading.Timer(timeout_s, con.interrupt)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 def _first_line(exc: BaseException) -> str:

@@ -18,7 +18,8 @@ What a snapshot `S` (default `warehouse/athanor-snapshot.duckdb`) is:
 
 A publish counts the rows of the partitions that the loads since the last snapshot could have
 touched (a billing load restates only its own accounts and months), writes only partitions it
-has not written before, copies the small tables into a new small file and renames that over
+has not written before (or whose file is no longer the one written: the manifest keeps each
+file's size and SHA-256, and a file that differs is written again), copies the small tables into a new small file and renames that over
 `S`. Readers therefore always open a whole snapshot through one path, never the writer's lock.
 Files no longer referenced are removed once the new snapshot is in place, except those of the
 generation before it, which a reader that opened it a moment ago may still be reading. Runs
@@ -115,6 +116,19 @@ class Part:
     columns: str  # digest of the table's column names and types when written
     file: str  # absolute path
     absent: tuple[str, ...] = ()  # the table's columns left out of the file: NULL in all its rows
+    # The file as written: a publish reuses it only while it still has this size and digest.
+    size: int | None = None
+    sha256: str | None = None
+
+    def intact(self) -> bool:
+        """Whether the file is still the one written: same size and SHA-256 (not known: no)."""
+        try:
+            if self.sha256 is None or os.stat(self.file).st_size != self.size:
+                return False
+            with open(self.file, "rb") as f:
+                return hashlib.file_digest(f, "sha256").hexdigest() == self.sha256
+        except OSError:
+            return False
 
 
 @dataclass(frozen=True)
@@ -367,17 +381,23 @@ def read_manifest(con: duckdb.DuckDBPyConnection, snapshot: Path) -> Manifest | 
         if "partitions" not in tables:
             return Manifest()
         prefix = f"{_PREVIOUS}.{MANIFEST_SCHEMA}"
-        # A snapshot published before files left out empty columns has no `absent`: none were.
-        has_absent = con.execute(
-            "select count(*) from duckdb_columns() where database_name = ? and schema_name = ? "
-            "and table_name = 'partitions' and column_name = 'absent'",
-            [_PREVIOUS, MANIFEST_SCHEMA],
-        ).fetchone()[0]
-        absent = "absent" if has_absent else "'[]'"
+        # A snapshot published before files left out empty columns has no `absent`: none were;
+        # one published before sizes and digests were kept has none: its files are written again.
+        present = {
+            r[0]
+            for r in con.execute(
+                "select column_name from duckdb_columns() where database_name = ? and schema_name = ? "
+                "and table_name = 'partitions'",
+                [_PREVIOUS, MANIFEST_SCHEMA],
+            ).fetchall()
+        }
+        absent = "absent" if "absent" in present else "'[]'"
+        size, digest = ("bytes", "sha256") if "sha256" in present else ("null", "null")
         parts = {
-            (table, key): Part(table, key, rows, columns, file, tuple(json.loads(gone)))
-            for table, key, rows, columns, file, gone in con.execute(
-                f"select table_name, partition_key, row_count, columns, file, {absent} from {prefix}.partitions"
+            (table, key): Part(table, key, rows, columns, file, tuple(json.loads(gone)), nbytes, sha)
+            for table, key, rows, columns, file, gone, nbytes, sha in con.execute(
+                f"select table_name, partition_key, row_count, columns, file, {absent}, {size}, {digest} "
+                f"from {prefix}.partitions"
             ).fetchall()
         }
         retained = frozenset(r[0] for r in con.execute(f"select file from {prefix}.retained").fetchall())
@@ -435,10 +455,18 @@ def _table_parts(
     parts = []
     for key, (values, rows) in sorted(counts.items()):
         old = before.get(key)
-        if old is not None and old.rows == rows and old.columns == columns and Path(old.file).exists():
-            parts.append(old)
-            staged.kept += 1
-            continue
+        if old is not None and old.rows == rows and old.columns == columns:
+            if old.intact():
+                parts.append(old)
+                staged.kept += 1
+                continue
+            logger.warning(
+                "snapshot: %s partition %s: %s is missing or not the file written (size or SHA-256 "
+                "differs); writing it again",
+                spec.table,
+                key,
+                Path(old.file).name,
+            )
         ahead = early.get((spec.table, key))
         if ahead is not None and ahead.rows == rows and ahead.columns == columns:
             staged.written.append(Path(ahead.file))
@@ -463,7 +491,9 @@ def _table_parts(
             path.name,
             len(absent),
         )
-        parts.append(Part(spec.table, key, rows, columns, str(path), absent))
+        with path.open("rb") as f:
+            digest = hashlib.file_digest(f, "sha256").hexdigest()
+        parts.append(Part(spec.table, key, rows, columns, str(path), absent, path.stat().st_size, digest))
     return parts
 
 
@@ -624,19 +654,25 @@ def _write_manifest(
     con.execute(f"create schema {prefix}")
     con.execute(
         f"""create table {prefix}.partitions (table_name varchar, partition_key varchar,
-            row_count bigint, columns varchar, file varchar, absent varchar)"""
+            row_count bigint, columns varchar, file varchar, absent varchar, bytes bigint, sha256 varchar)"""
     )
     con.execute(f"create table {prefix}.retained (file varchar)")
     con.execute(f"create table {prefix}.loads_seen (entry varchar)")
     con.execute(
         f"comment on table {prefix}.partitions is "
-        + _literal("The Parquet files the fact tables' views read: one per partition, with its row count.")
+        + _literal(
+            "The Parquet files the fact tables' views read: one per partition, with its row count, "
+            "size in bytes and SHA-256 when written."
+        )
     )
     if parts:
         con.executemany(
-            f"insert into {prefix}.partitions (table_name, partition_key, row_count, columns, file, absent) "
-            "values (?, ?, ?, ?, ?, ?)",
-            [[p.table, p.key, p.rows, p.columns, p.file, json.dumps(p.absent)] for p in parts],
+            f"insert into {prefix}.partitions (table_name, partition_key, row_count, columns, file, absent, "
+            "bytes, sha256) values (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                [p.table, p.key, p.rows, p.columns, p.file, json.dumps(p.absent), p.size, p.sha256]
+                for p in parts
+            ],
         )
     if previous_files:
         con.executemany(
@@ -724,8 +760,8 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def manifest_dirs(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """The folders an open snapshot's views read Parquet files from (none for a full copy)."""
+def manifest_files(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The Parquet files an open snapshot's views read (none for a full copy)."""
     found = con.execute(
         "select count(*) from duckdb_tables() where schema_name = ? and table_name = 'partitions' "
         "and database_name = current_database()",
@@ -734,7 +770,7 @@ def manifest_dirs(con: duckdb.DuckDBPyConnection) -> list[str]:
     if not found:
         return []
     files = con.execute(f"select distinct file from {MANIFEST_SCHEMA}.partitions").fetchall()
-    return sorted({str(Path(f).parent) for (f,) in files})
+    return sorted(f for (f,) in files)
 
 
 def open_snapshot(path: Path | str, *, attempts: int = 20) -> duckdb.DuckDBPyConnection:
