@@ -162,6 +162,10 @@ class Settings:
     savings_plan_discount: float = 0.28
     deadline_slack: float = 1.5
     commit_min_utilization: float = 0.0  # 0: no floor, the cost-optimal quantity
+    # Whether tune and production work stays off spot (athanor.recommend.phases): "evidence"
+    # unless the class's own spot runs demonstrably complete, "strict" always, "off" never. The
+    # purchase mix prices the policy: its cost with it minus without it.
+    spot_phase_policy: str = "evidence"
 
     # Input limits (athanor.ingest.sniff): a header with more columns than any export has, and
     # a gzip that expands beyond a size or ratio (real exports compress 5-30x; a compression
@@ -225,6 +229,7 @@ class Settings:
             lake_warehouse=env.get("ATHANOR_LAKE_WAREHOUSE") or None,
             lake_namespace=env.get("ATHANOR_LAKE_NAMESPACE", "athanor"),
             idle_minutes=float(env.get("ATHANOR_IDLE_MINUTES", "30")),
+            spot_phase_policy=_spot_phase_policy(env.get("ATHANOR_SPOT_PHASE_POLICY", "evidence")),
             gpu_sample_cap_minutes=(
                 float(env["ATHANOR_GPU_SAMPLE_CAP_MINUTES"])
                 if env.get("ATHANOR_GPU_SAMPLE_CAP_MINUTES")
@@ -247,6 +252,12 @@ def _positive(env: Mapping[str, str], variable: str, default: str) -> float:
     if not 0 < value < float("inf"):
         raise ValueError(f"{variable} must be a positive number of seconds, got {text!r}")
     return value
+
+
+def _spot_phase_policy(text: str) -> str:
+    from athanor.recommend.phases import spot_phase_policy  # the policies are named beside their rule
+
+    return spot_phase_policy(text)
 
 
 def _warehouse_mode(text: str) -> str:

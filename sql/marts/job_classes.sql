@@ -12,7 +12,9 @@ with jobs as (
         gpu_hours,
         checkpoint_time_s / 3600.0                         as checkpoint_time_h,
         checkpoint_interval_s is not null                  as checkpointed,
-        phase
+        phase,
+        pricing_model = 'spot'                             as on_spot,
+        state
     from job_run_facts
     where start_time >= $window_start and start_time < $window_end
       and duration_s > 0 and instance_type is not null
@@ -43,7 +45,14 @@ final as (
         -- Without a measured checkpoint time, assume 3 minutes (a few GB to S3).
         coalesce(median(j.checkpoint_time_h), 0.05)              as checkpoint_time_h,
         -- Spot only for classes whose jobs mostly checkpoint: others restart from zero.
-        avg(case when j.checkpointed then 1.0 else 0.0 end) >= 0.5 as interruptible
+        avg(case when j.checkpointed then 1.0 else 0.0 end) >= 0.5 as interruptible,
+        -- The class's spot record: GPU-hours on spot today, and its spot runs that ended in a
+        -- state spot decides (completed or preempted; failed and cancelled runs say nothing
+        -- about spot), of which completed.
+        coalesce(sum(j.gpu_hours) filter (where j.on_spot), 0)   as spot_gpu_hours,
+        count(*) filter (where j.on_spot and j.state in ('completed', 'preempted'))
+                                                                 as spot_runs_ended,
+        count(*) filter (where j.on_spot and j.state = 'completed') as spot_runs_completed
     from jobs as j
     join pools as p using (instance_family)
     group by all

@@ -51,6 +51,8 @@ class MixPrices:
     # Jobs simulated per job of the planning window: every class is simulated in proportion
     # to its jobs, so pooling the simulated jobs gives a job-weighted completion rate.
     simulated_jobs_per_job: int = 20
+    # Whether tune and production stay off spot (athanor.recommend.phases): evidence | strict | off.
+    spot_phase_policy: str = "evidence"
 
 
 @dataclass(frozen=True)
@@ -131,11 +133,43 @@ class MixRecommendation:
     # Per phase ('none': no phase recorded): its default purchase option and what the mix did.
     phases: dict[str, dict[str, object]] = field(default_factory=dict)
     class_phases: dict[str, str | None] = field(default_factory=dict)  # job class -> phase
+    # Job class -> what its spot verdict rests on (`spot_record`): pool, spot rate and its source,
+    # the class's spot runs today, its interruption rate (InterruptionEstimate.to_dict()).
+    class_spot: dict[str, dict[str, object]] = field(default_factory=dict)
+    # What keeping tune/production off spot costs (`phase_policy_price`); empty when not priced.
+    phase_policy: dict[str, object] = field(default_factory=dict)
+
+    def spot_record(self, assessment: spot.SpotAssessment) -> dict[str, object]:
+        """The evidence of a class's spot verdict: rates per instance-hour, completion predicted
+        (plain spot, by the deadline; low/high at the rate interval's high/low end) against
+        observed (completed of its spot runs that ended completed or preempted)."""
+        info = self.class_spot.get(assessment.job_class, {})
+        low, high = assessment.spot_completion_bounds or (None, None)
+        predicted = assessment.spot_completion_rate
+        return {
+            "pool": info.get("pool"),
+            "instance_type": info.get("instance_type"),
+            "interruptions_per_instance_hour": info.get("interruptions_per_instance_hour"),
+            "completion": {
+                "predicted": predicted if math.isfinite(predicted) else None,
+                "low": low,
+                "high": high,
+                "observed": info.get("observed_completion"),
+                "observed_runs": info.get("spot_runs_ended", 0),
+            },
+            "spot_rate": info.get("spot_rate"),
+            "spot_rate_source": info.get("spot_rate_source", "catalogue"),
+        }
 
     def class_dict(self, assessment: spot.SpotAssessment) -> dict[str, object]:
         """A job class's assessment with the phase that set its default purchase option."""
         phase = self.class_phases.get(assessment.job_class)
-        return {**assessment.to_dict(), "phase": phase, "default_purchase": phases.purchase_words(phase)}
+        return {
+            **assessment.to_dict(),
+            "phase": phase,
+            "default_purchase": phases.purchase_words(phase),
+            **self.spot_record(assessment),
+        }
 
     @property
     def estimated_monthly_cost(self) -> float:
@@ -203,6 +237,7 @@ class MixRecommendation:
             "savings_plan": None if self.savings_plan is None else self.savings_plan.to_dict(),
             "job_classes": [self.class_dict(j) for j in self.job_classes],
             "phases": self.phases,
+            "phase_policy": self.phase_policy,
             "gpu_hours_share": self.hours_share,
             "cost_share": self.cost_share,
             "estimated_monthly_cost": self.estimated_monthly_cost,
@@ -249,13 +284,26 @@ class _ClassInputs:
     gpus_per_unit: Mapping[str, float]
 
 
+def _number(row: object, column: str, default: float) -> float:
+    """An optional numeric column of the class table (its default where absent or missing)."""
+    value = getattr(row, column, None)
+    try:
+        value = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return default
+    return value if math.isfinite(value) else default
+
+
 def _assess_classes(
     jobs_by_class: pd.DataFrame,
     inputs: _ClassInputs,
     rate_multiplier: float = 1.0,
     modes: Mapping[str, str] | None = None,
     seed: int = 0,
+    bounds: bool = False,
 ) -> list[spot.SpotAssessment]:
+    """Each class's spot verdict; with ``bounds``, plain spot's completion at the ends of the
+    class's interruption-rate interval too (columns interruption_rate_low/high_per_h)."""
     out = []
     for i, row in enumerate(jobs_by_class.itertuples(index=False)):
         rate = getattr(row, "interruption_rate_per_h", float("nan"))
@@ -268,26 +316,29 @@ def _assess_classes(
         if not allowed:
             fixed = "on_demand"  # the owner says these jobs must not be interrupted
         default = phases.default_for(getattr(row, "phase", None))
-        off_spot = default is not None and not default.may_use_spot
+        off_spot = phases.keeps_off_spot(
+            getattr(row, "phase", None),
+            inputs.prices.spot_phase_policy,
+            _number(row, "spot_runs_completed", 0),
+            _number(row, "spot_runs_ended", 0),
+            inputs.prices.min_completion,
+        )
         if off_spot:
             fixed = "on_demand"  # the phase's default is a commitment or dedicated capacity
         durations = inputs.durations.get(str(row.job_class))
         gpus = float(inputs.gpus_per_unit.get(str(row.pool), 1.0))
         # The class's work at on-demand prices, a month: its GPU-hours in pool units.
         monthly_od = float(row.gpu_hours) / gpus * float(row.on_demand_rate) * inputs.month_factor
-        assessment = spot.assess_job_class(
-            str(row.job_class),
-            None if durations else float(row.median_duration_h),
-            None if durations else float(row.p90_duration_h),
+        # The share of the class's GPU-hours on spot today (spot_gpu_hours: optional column).
+        on_spot_today = _number(row, "spot_gpu_hours", 0.0) / float(row.gpu_hours) if row.gpu_hours else 0.0
+        args = dict(
             instance_count=int(row.instance_count),
-            instance_rate_per_h=float(rate) * rate_multiplier,
             checkpoint_h=float(row.checkpoint_time_h),
             restart_h=float(row.restart_time_h),
             deadline_slack=float(row.deadline_slack),
             spot_rate=float(row.spot_rate),
             on_demand_rate=float(row.on_demand_rate),
             min_completion=inputs.prices.min_completion,
-            mode=fixed,
             seed=seed + 104729 * i,
             duration_ppf_h=durations.ppf_h if durations else None,
             duration_model=durations.describe() if durations else None,
@@ -295,10 +346,37 @@ def _assess_classes(
             safe_sim_jobs=math.ceil(
                 max(int(row.jobs), 1) * inputs.prices.simulated_jobs_per_job / spot.DURATION_POINTS
             ),
+            monthly_on_demand_usd=monthly_od,
+            spot_share_today=min(max(on_spot_today, 0.0), 1.0),
+        )
+        median = None if durations else float(row.median_duration_h)
+        p90 = None if durations else float(row.p90_duration_h)
+        assessment = spot.assess_job_class(
+            str(row.job_class), median, p90, **args,
+            instance_rate_per_h=float(rate) * rate_multiplier,
+            mode=fixed,
             # Jobs that do not checkpoint restart from zero: they stay off spot.
             checkpointed=bool(getattr(row, "checkpointed", True)),
-            monthly_on_demand_usd=monthly_od,
-        )
+        )  # fmt: skip
+        low_rate = _number(row, "interruption_rate_low_per_h", math.nan)
+        high_rate = _number(row, "interruption_rate_high_per_h", math.nan)
+        predicted = assessment.spot_completion_rate
+        if bounds and math.isfinite(low_rate) and math.isfinite(high_rate) and math.isfinite(predicted):
+            # Plain spot's completion at the rate interval's ends; each simulated share carries
+            # its Wilson interval, and the class's range covers all three (the checkpoint interval
+            # follows the rate, so completion need not fall as the rate rises).
+            n = int(args["sim_jobs"])
+            own = spot.wilson_interval(round(predicted * n), n)
+            at_high, at_low = (
+                spot.assess_job_class(
+                    str(row.job_class), median, p90, **args, instance_rate_per_h=r, mode="spot"
+                ).completion_interval
+                or (0.0, 1.0)
+                for r in (high_rate, low_rate)
+            )
+            low = min(own[0], at_high[0], at_low[0])
+            high = max(own[1], at_high[1], at_low[1])
+            assessment = replace(assessment, spot_completion_bounds=(low, high))
         if not allowed and assessment.checkpointed:
             assessment = replace(assessment, reason="the owner keeps these jobs off spot")
         if off_spot and allowed and default is not None:
@@ -308,6 +386,19 @@ def _assess_classes(
             if assessment.checkpointed:
                 reason += f"; {assessment.reason}"
             assessment = replace(assessment, unlock=None, reason=reason)
+        elif (
+            allowed
+            and default is not None
+            and not default.may_use_spot
+            and inputs.prices.spot_phase_policy == "evidence"
+        ):
+            ended = int(_number(row, "spot_runs_ended", 0))
+            done = int(_number(row, "spot_runs_completed", 0))
+            reason = (
+                f"phase {default.phase}, but {done} of its {ended} spot runs that ended completed: "
+                f"the spot model decides, not the phase's default ({default.words})"
+            )
+            assessment = replace(assessment, reason=f"{reason}; {assessment.reason}")
         out.append(assessment)
     return out
 
@@ -454,6 +545,8 @@ def recommend_mix(
     gpus_per_unit_by_pool: Mapping[str, float] | None = None,
     seed: int = 0,
     durations_by_class: Mapping[str, ClassDurations] | None = None,
+    interruptions_by_class: Mapping[str, spot.InterruptionEstimate] | None = None,
+    price_phase_policy: bool = True,
 ) -> MixRecommendation:
     """Recommend reserved units / savings plan / spot / on-demand for a fleet.
 
@@ -474,6 +567,15 @@ def recommend_mix(
     defaults to all-on-demand. ``durations_by_class``: the fitted duration
     distribution of each class (``athanor.model.demand.class_durations``); a
     class without one is described by its median and p90.
+
+    Optional class columns: ``phase``; ``spot_gpu_hours`` (of gpu_hours, on spot today: the
+    class's saving is against that); ``spot_runs_ended`` / ``spot_runs_completed`` (its spot runs
+    that ended completed or preempted, and those completed: its observed completion, and under
+    the ``evidence`` phase policy what lifts the phase's default); ``interruption_rate_low_per_h``
+    / ``interruption_rate_high_per_h`` (the rate's interval: predicted completion low/high);
+    ``instance_type``, ``spot_rate_source`` (recorded). ``interruptions_by_class``: the estimate
+    behind each class's rate, recorded. With ``price_phase_policy`` the mix is planned again
+    with the phase policy off, and ``phase_policy`` says what the policy costs a month.
     """
     prices = prices or MixPrices()
     wide = pivot_demand(demand_by_pool)
@@ -496,7 +598,7 @@ def recommend_mix(
         month_factor=HOURS_PER_MONTH / hours,
         gpus_per_unit=dict(gpus_per_unit_by_pool or {}),
     )
-    assessments = _assess_classes(jobs_by_class, inputs, seed=seed)
+    assessments = _assess_classes(jobs_by_class, inputs, seed=seed, bounds=price_phase_policy)
     shares = _spot_shares(jobs_by_class, assessments, demand_gpu_h)
 
     existing_hourly = np.zeros((hours, len(pools)))
@@ -592,7 +694,7 @@ def recommend_mix(
     on_spot = [a for a in assessments if a.uses_spot]
     simulated = sum(a.simulated_jobs for a in on_spot)
     completed = sum(a.completed_jobs for a in on_spot)
-    return MixRecommendation(
+    rec = MixRecommendation(
         pools=pool_plans,
         job_classes=assessments,
         hourly_commitment=hourly_commitment,
@@ -622,17 +724,95 @@ def recommend_mix(
             "completion_confidence": spot.COMPLETION_CONFIDENCE,
             "duration_model_by_class": {a.job_class: a.duration_model for a in assessments},
             "spot_bucket_monthly_fraction": spot.BUCKET_MONTHLY_FRACTION,
+            "spot_prior_instance_hours": spot.PRIOR_INSTANCE_HOURS,
+            "spot_phase_policy": prices.spot_phase_policy,
+            "spot_evidence_min_runs": phases.EVIDENCE_MIN_RUNS,
             "spot_work_spread": "spot-eligible work is spread over the hours like the pool's demand",
         },
+        class_spot=_class_spot(jobs_by_class, interruptions_by_class or {}),
     )
+    if not price_phase_policy:
+        return rec
+    free = recommend_mix(
+        demand_by_pool, jobs_by_class, replace(prices, spot_phase_policy="off"), rates,
+        current_monthly_bill_usd, existing_by_pool, gpus_per_unit_by_pool, seed, durations_by_class,
+        price_phase_policy=False,
+    )  # fmt: skip
+    return replace(rec, phase_policy=phase_policy_price(rec, free, jobs_by_class, prices))
+
+
+def _class_spot(
+    jobs_by_class: pd.DataFrame, interruptions: Mapping[str, spot.InterruptionEstimate]
+) -> dict[str, dict[str, object]]:
+    """Per class, what its spot record shows (MixRecommendation.spot_record)."""
+    out: dict[str, dict[str, object]] = {}
+    for row in jobs_by_class.itertuples(index=False):
+        name = str(row.job_class)
+        ended = int(_number(row, "spot_runs_ended", 0))
+        estimate = interruptions.get(name)
+        source = getattr(row, "spot_rate_source", None)
+        out[name] = {
+            "pool": str(row.pool),
+            "instance_type": getattr(row, "instance_type", None),
+            "interruptions_per_instance_hour": None if estimate is None else estimate.to_dict(),
+            "observed_completion": phases.observed_completion(_number(row, "spot_runs_completed", 0), ended),
+            "spot_runs_ended": ended,
+            "spot_rate": float(row.spot_rate),
+            "spot_rate_source": source if isinstance(source, str) else "catalogue",
+        }
+    return out
+
+
+def phase_policy_price(
+    rec: MixRecommendation, free: MixRecommendation, jobs_by_class: pd.DataFrame, prices: MixPrices
+) -> dict[str, object]:
+    """What the spot phase policy costs a month: the plan's cost with it minus without it (``free``:
+    the same fleet planned with the policy off), and which classes it keeps off spot."""
+    kept, lifted = [], []
+    for row in jobs_by_class.itertuples(index=False):
+        default = phases.default_for(getattr(row, "phase", None))
+        if default is None or default.may_use_spot:
+            continue
+        args = (_number(row, "spot_runs_completed", 0), _number(row, "spot_runs_ended", 0))
+        if phases.keeps_off_spot(row.phase, prices.spot_phase_policy, *args, prices.min_completion):
+            kept.append(str(row.job_class))
+        elif prices.spot_phase_policy == "evidence":
+            lifted.append(str(row.job_class))
+    cost = rec.estimated_monthly_cost - free.estimated_monthly_cost
+    names = sorted({n for n, d in phases.PHASE_DEFAULTS.items() if not d.may_use_spot})
+    freed = {a.job_class for a in free.job_classes if a.uses_spot}
+    moved = [a.job_class for a in rec.job_classes if not a.uses_spot and a.job_class in freed]
+    words = f"keeping {'/'.join(names)} off spot costs ${cost:,.0f} a month" + (
+        f" ({', '.join(moved)} would otherwise run on spot)"
+        if moved
+        else " (no class would otherwise run on spot)"
+    )
+    if lifted:
+        words += (
+            f"; {', '.join(lifted)} stay with the spot model: their own spot runs complete "
+            f"(at least {phases.EVIDENCE_MIN_RUNS} ended, {100 * prices.min_completion:.0f} % completed)"
+        )
+    return {
+        "setting": "ATHANOR_SPOT_PHASE_POLICY",
+        "policy": prices.spot_phase_policy,
+        "phases_kept_off_spot": names if prices.spot_phase_policy != "off" else [],
+        "kept_off_spot": kept,
+        "lifted_by_evidence": lifted,
+        "would_use_spot_without_policy": moved,
+        "plan_monthly_cost": rec.estimated_monthly_cost,
+        "plan_monthly_cost_without_policy": free.estimated_monthly_cost,
+        "monthly_cost": cost,
+        "words": words[0].upper() + words[1:] + ".",
+    }
 
 
 _PHASE_EFFECT = {
     "explore": "buys no commitment: spot where the spot recommender allows, else on-demand; "
     "commitments are sized without it",
-    "tune": "kept off spot; counted when reserved units and the savings plan are sized",
-    "production": "kept off spot; counted when reserved units (the mix's dedicated capacity) and the "
-    "savings plan are sized",
+    "tune": "kept off spot as ATHANOR_SPOT_PHASE_POLICY says (by default unless its own spot runs "
+    "complete); counted when reserved units and the savings plan are sized",
+    "production": "kept off spot as ATHANOR_SPOT_PHASE_POLICY says (by default unless its own spot runs "
+    "complete); counted when reserved units (the mix's dedicated capacity) and the savings plan are sized",
     "none": "no phase recorded: the mix's own choice (spot where the spot recommender allows, "
     "commitments sized on the rest)",
 }
@@ -687,13 +867,21 @@ def phase_words(rec: MixRecommendation) -> str | None:
     for name, v in named:
         hours = float(v["gpu_hours_per_month"])  # type: ignore[arg-type]
         text = f"{name} {hours:,.0f} GPU-hours a month, {v['default_purchase']}"
+        on_spot = float(v["spot_class_gpu_hours_per_month"])  # type: ignore[arg-type]
         if name == "explore":
-            on_spot = float(v["spot_class_gpu_hours_per_month"])  # type: ignore[arg-type]
             text += f" ({on_spot:,.0f} in classes sent to spot; no commitment bought for it)"
+        elif on_spot > 0:
+            text += f" ({on_spot:,.0f} in classes whose own spot runs complete, left to the spot model)"
+        elif rec.phase_policy.get("policy") == "off":
+            text += " (the spot model decides: the phase keeps nothing off spot)"
         else:
             text += " (kept off spot)"
         parts.append(text)
-    return "The job phase sets the default purchase option: " + "; ".join(parts) + "."
+    words = "The job phase sets the default purchase option: " + "; ".join(parts) + "."
+    price = rec.phase_policy.get("monthly_cost")
+    if price is not None and rec.phase_policy.get("policy") != "off":
+        words += f" {rec.phase_policy['words']}"
+    return words
 
 
 def _completion(jobs: np.ndarray, assessments: Sequence[spot.SpotAssessment]) -> float:

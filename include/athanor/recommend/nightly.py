@@ -8,7 +8,7 @@ recommend in `recommendations` and `backtests` (replacing this run's rows).
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -26,6 +26,10 @@ from athanor.settings import PRICING_ASSUMPTIONS, Settings, pricing_value
 from athanor.warehouse import insert_rows, sql, transaction
 
 PLANNING_WINDOW_DAYS = 30
+# The fleet's spot runs of this many days up to as_of update the Spot Advisor's interruption
+# rates: a quarter holds several times the runs of the planning window (interruptions are rare),
+# and is recent enough for the pools' capacity today.
+INTERRUPTION_HISTORY_DAYS = 90
 # The synthetic backtest scenarios are priced as a p4d.24xlarge fleet (its us-east-1 on-demand
 # $/h in the reference catalogue): they compare commitment rules, one list price serves them all.
 SYNTHETIC_SCENARIO_ON_DEMAND_RATE = float(instance("p4d.24xlarge").on_demand_usd_per_h)
@@ -46,6 +50,7 @@ class PricingAssumptions:
     commit_min_utilization: float = _DEFAULTS["commit_min_utilization"].default
     restart_time_h: float = 0.1  # re-provision + reload a checkpoint after an interruption
     overridden: tuple[str, ...] = ()  # the values the run's form set instead of the settings
+    spot_phase_policy: str = _DEFAULTS["spot_phase_policy"].default  # athanor.recommend.phases
 
     @classmethod
     def from_settings(cls, settings: Settings, params: dict[str, Any] | None = None) -> PricingAssumptions:
@@ -57,7 +62,7 @@ class PricingAssumptions:
             if given is not None and given != "":
                 values[name] = pricing_value(name, given)
                 overridden.append(name)
-        return cls(**values, overridden=tuple(overridden))
+        return cls(**values, overridden=tuple(overridden), spot_phase_policy=settings.spot_phase_policy)
 
     @property
     def one_year_ratio(self) -> float:
@@ -73,14 +78,36 @@ class PricingAssumptions:
 
 @dataclass(frozen=True)
 class InterruptionRate:
-    """The Spot Advisor figure a job class's interruption rate comes from."""
+    """A job class's interruption rate: the Spot Advisor figure (the prior) and, once
+    `with_fleet` has run, the fleet's own spot runs in the pool and the rate they lead to."""
 
     region: str
     instance_type: str
     interruption_bucket: int  # 0-4
     monthly_fraction: float
-    rate_per_h: float  # per instance-hour
+    rate_per_h: float  # per instance-hour: the advisor's figure, the prior
     source: str  # what was looked up, or what was assumed when the snapshot has nothing
+    observed_interruptions: int = 0  # restarts and preemptions of the pool's spot runs
+    observed_instance_hours: float = 0.0  # those runs' instance-hours
+    prior_instance_hours: float = spot.PRIOR_INSTANCE_HOURS
+    used_rate_per_h: float | None = None  # the posterior mean; None before `with_fleet`
+
+    @property
+    def estimate(self) -> spot.InterruptionEstimate:
+        """The Gamma-Poisson update of the advisor's rate by the pool's spot runs."""
+        return spot.fleet_interruption_rate(
+            self.observed_interruptions,
+            self.observed_instance_hours,
+            self.rate_per_h,
+            self.prior_instance_hours,
+        )
+
+    def with_fleet(self, interruptions: int, instance_hours: float) -> InterruptionRate:
+        """This rate updated by the fleet's own spot runs in the pool."""
+        found = replace(
+            self, observed_interruptions=int(interruptions), observed_instance_hours=float(instance_hours)
+        )
+        return replace(found, used_rate_per_h=found.estimate.used)
 
 
 def interruption_rate(instance_type: str, region: str) -> InterruptionRate:
@@ -203,18 +230,36 @@ def recommend_purchases(
         classes["on_demand_rate"] = [
             float(window.loc[window["pool"] == p, "on_demand_rate"].iloc[0]) for p in classes["pool"]
         ]
-        classes["spot_rate"] = [
-            float(ref.loc[f, "spot"]) if f in ref.index and pd.notna(ref.loc[f, "spot"]) else od * 0.4
-            for f, od in zip(family, classes["on_demand_rate"], strict=True)
+        # The bill's effective spot rate of the class's instance type in its pool's region where
+        # the window has spot hours of it, else the catalogue's, else 0.4x on-demand (assumed).
+        billed = spot_rates_billed(con, start, end)
+        catalogue = [
+            float(ref.loc[f, "spot"]) if f in ref.index and pd.notna(ref.loc[f, "spot"]) else None
+            for f in family
         ]
+        keys = list(zip(classes["instance_type"], classes["pool"].str.split("/").str[-1], strict=True))
+        classes["spot_rate"] = [
+            billed[k] if k in billed else c if c is not None else od * 0.4
+            for k, c, od in zip(keys, catalogue, classes["on_demand_rate"], strict=True)
+        ]
+        classes["spot_rate_source"] = [
+            "bill" if k in billed else "catalogue" if c is not None else "assumed"
+            for k, c in zip(keys, catalogue, strict=True)
+        ]
+        observed = fleet_interruptions(con, end - timedelta(days=INTERRUPTION_HISTORY_DAYS), end)
         for row in classes.itertuples(index=False):
-            rates[row.job_class] = interruption_rate(row.instance_type, row.pool.split("/")[-1])
+            region = row.pool.split("/")[-1]
+            found = observed.get((row.instance_type, region), (0, 0.0))
+            rates[row.job_class] = interruption_rate(row.instance_type, region).with_fleet(*found)
             # A phase matches fits grouped by it (group_by=team,phase); the other fits ignore it.
             phase = {"phase": row.phase} if isinstance(row.phase, str) else {}
             fitted = class_durations(fits, team=row.team, instance_family=row.instance_family, **phase)
             if fitted is not None:
                 durations[row.job_class] = fitted
-        classes["interruption_rate_per_h"] = [rates[c].rate_per_h for c in classes["job_class"]]
+        estimates = {c: r.estimate for c, r in rates.items()}
+        classes["interruption_rate_per_h"] = [estimates[c].used for c in classes["job_class"]]
+        classes["interruption_rate_low_per_h"] = [estimates[c].interval()[0] for c in classes["job_class"]]
+        classes["interruption_rate_high_per_h"] = [estimates[c].interval()[1] for c in classes["job_class"]]
         # The mart's flag: the class's jobs mostly checkpoint (others restart from zero).
         classes["checkpointed"] = classes.pop("interruptible")
         classes["p90_duration_h"] = np.maximum(classes["p90_duration_h"], classes["median_duration_h"])
@@ -227,6 +272,7 @@ def recommend_purchases(
         ),
         sp_discount_by_pool={p: a.savings_plan_discount for p in window["pool"].unique()},
         min_utilization=a.commit_min_utilization,
+        spot_phase_policy=a.spot_phase_policy,
     )
     rec = mix.recommend_mix(
         window,
@@ -236,6 +282,7 @@ def recommend_purchases(
         existing_by_pool=existing,
         gpus_per_unit_by_pool=gpus_per_unit,
         durations_by_class=durations,
+        interruptions_by_class={c: r.estimate for c, r in rates.items()},
     )
     summary = rec.to_dict()
     parts = attribution.mix_parts(
@@ -259,7 +306,13 @@ def recommend_purchases(
         "spot_rate_by_class": dict(
             zip(classes.get("job_class", []), classes.get("spot_rate", []), strict=True)
         ),
-        "spot_rate_fallback": "0.4x on-demand where the catalogue has no spot price",
+        "spot_rate_source_by_class": dict(
+            zip(classes.get("job_class", []), classes.get("spot_rate_source", []), strict=True)
+        ),
+        "spot_rate_basis": "the bill's effective spot rate of the class's instance type in its pool's "
+        "region over the planning window (source 'bill'), else the catalogue's ('catalogue'), else "
+        "0.4x on-demand ('assumed')",
+        "interruption_history_days": INTERRUPTION_HISTORY_DAYS,
     }
     backtests = _backtests(con, as_of, a)
     _store_mix(con, run_id, as_of, rec, summary, used, backtests)
@@ -271,6 +324,27 @@ def recommend_purchases(
         else 0.0,
         "explanation": summary["explanation"],
     }
+
+
+def spot_rates_billed(
+    con: duckdb.DuckDBPyConnection, start: datetime, end: datetime
+) -> dict[tuple[str, str], float]:
+    """(instance type, region) -> the bill's effective spot $ per pool unit-hour over [start, end)."""
+    from athanor.ingest.daily import gpu_hourly_source
+
+    query = sql("marts/spot_rates", hourly=gpu_hourly_source(con))
+    rows = con.execute(query, {"window_start": start, "window_end": end}).fetchall()
+    return {(t, region): float(per_unit) for t, region, _, _, _, per_unit in rows}
+
+
+def fleet_interruptions(
+    con: duckdb.DuckDBPyConnection, start: datetime, end: datetime
+) -> dict[tuple[str, str], tuple[int, float]]:
+    """(instance type, region) -> (interruptions, instance-hours) of the fleet's spot runs started in [start, end)."""
+    rows = con.execute(
+        sql("marts/spot_interruptions"), {"history_start": start, "window_end": end}
+    ).fetchall()
+    return {(t, region): (int(k), float(h)) for t, region, _, k, h in rows}
 
 
 def billed_gpu_pools(
@@ -489,7 +563,7 @@ def attribute_mix(rows: list[tuple], parts: dict[str, Any] | None, rec: mix.MixR
             "job classes",
             "No job class goes to spot: today's spot work moves to the options below",
         )
-        out.insert(0, as_part((*empty, *([None] * 13), {}), spot))
+        out.insert(0, as_part((*empty, *([None] * 13), spot_detail(rec)), spot))
     for i, row in enumerate(out):
         if row[0] == "mix":
             bill = _cents(parts["baseline"]["current_monthly_bill"])
@@ -502,6 +576,12 @@ def attribute_mix(rows: list[tuple], parts: dict[str, Any] | None, rec: mix.MixR
             out[i] = (*row[:8], bill - saving, bill, saving, 100 * saving / bill if bill else None, *row[12:])
             out[i] = (*out[i][:16], detail)
     return out
+
+
+def spot_detail(rec: mix.MixRecommendation) -> dict[str, Any]:
+    """The `spot` row's detail: every job class the spot model considered, with the evidence of its
+    verdict (`MixRecommendation.spot_record`), and what the phase policy costs a month."""
+    return {"job_classes": [rec.class_dict(j) for j in rec.job_classes], "phase_policy": rec.phase_policy}
 
 
 def _store_mix(
@@ -586,7 +666,7 @@ def _store_mix(
                 None,
                 None,
                 mix.completion_words(rec),
-                {"job_classes": [rec.class_dict(j) for j in rec.job_classes]},
+                spot_detail(rec),
             )
         )
     for j in rec.job_classes:

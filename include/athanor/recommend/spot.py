@@ -33,12 +33,10 @@ import numpy as np
 import pandas as pd
 from scipy import signal, stats
 
+# How a Spot Advisor bucket reads as one number (BUCKET_MONTHLY_FRACTION, re-exported here) and
+# how much it weighs against the fleet's own spot runs: one source, the reference module.
+from athanor.reference.spot_advisor import BUCKET_MONTHLY_FRACTION, PRIOR_INSTANCE_HOURS
 from athanor.reference.vocabulary import HOURS_PER_MONTH
-
-# Spot Advisor buckets are ranges of "% of instances interrupted per month"
-# (<5, 5-10, 10-15, 15-20, >20). We take the midpoint; for the open-ended top
-# bucket 25 % (a documented assumption, not an AWS figure).
-BUCKET_MONTHLY_FRACTION: dict[int, float] = {0: 0.025, 1: 0.075, 2: 0.125, 3: 0.175, 4: 0.25}
 
 # z-score of the 90th percentile of a standard normal: p90 = median·exp(z90·σ).
 _Z90 = 1.2815515655446004
@@ -61,6 +59,84 @@ def monthly_fraction_to_rate_per_h(fraction: float) -> float:
     if not 0.0 <= fraction < 1.0:
         raise ValueError(f"monthly interruption fraction must be in [0, 1), got {fraction}")
     return -math.log1p(-fraction) / HOURS_PER_MONTH
+
+
+@dataclass(frozen=True)
+class InterruptionEstimate:
+    """A pool's interruptions per instance-hour: the Spot Advisor's figure updated by the fleet's runs.
+
+    Conjugate Gamma-Poisson: interruptions arrive as a Poisson process of rate λ per
+    instance-hour; the prior is Gamma(shape a, rate b) with b = ``prior_instance_hours``
+    pseudo instance-hours and a = prior rate x b, so its mean is the advisor's rate. After k
+    interruptions in h instance-hours the posterior is Gamma(a + k, b + h), whose mean
+    (a + k) / (b + h) is the rate ``used``: the advisor's where the fleet has run little spot,
+    the fleet's own where it has run much more than b instance-hours.
+    """
+
+    interruptions: int  # k: restarts and preemptions of the fleet's spot runs in the pool
+    instance_hours: float  # h: those runs' instance-hours (wall time x instances)
+    prior_rate_per_h: float  # the advisor bucket's rate
+    prior_instance_hours: float = PRIOR_INSTANCE_HOURS  # b
+
+    def __post_init__(self) -> None:
+        if self.interruptions < 0 or self.instance_hours < 0 or self.prior_rate_per_h < 0:
+            raise ValueError("interruptions, instance-hours and the prior rate must be >= 0")
+        if self.prior_instance_hours <= 0:
+            raise ValueError("the prior's strength must be > 0 pseudo instance-hours")
+
+    @property
+    def shape(self) -> float:
+        return self.prior_rate_per_h * self.prior_instance_hours + self.interruptions
+
+    @property
+    def rate(self) -> float:
+        return self.prior_instance_hours + self.instance_hours
+
+    @property
+    def observed(self) -> float | None:
+        """k / h; None when the fleet ran no spot instance-hours in the pool."""
+        return self.interruptions / self.instance_hours if self.instance_hours > 0 else None
+
+    @property
+    def used(self) -> float:
+        """The posterior mean (a + k) / (b + h)."""
+        return self.shape / self.rate
+
+    def interval(self, level: float = COMPLETION_CONFIDENCE) -> tuple[float, float]:
+        """Equal-tailed credible interval of λ (the posterior's quantiles)."""
+        if self.shape <= 0:
+            return 0.0, 0.0
+        low, high = stats.gamma(self.shape, scale=1.0 / self.rate).ppf([(1 - level) / 2, (1 + level) / 2])
+        return float(low), float(high)
+
+    def to_dict(self) -> dict[str, object]:
+        """The per-class ``interruptions_per_instance_hour`` record (rates per instance-hour)."""
+        low, high = self.interval()
+        return {
+            "observed": self.observed,
+            "instance_hours_observed": self.instance_hours,
+            "interruptions_observed": self.interruptions,
+            "prior": self.prior_rate_per_h,
+            "prior_instance_hours": self.prior_instance_hours,
+            "used": self.used,
+            "low": low,
+            "high": high,
+            "method": "Gamma-Poisson: the Spot Advisor rate as a Gamma prior worth "
+            f"{self.prior_instance_hours:g} instance-hours, updated by the fleet's spot runs; "
+            f"used = posterior mean, low-high its {100 * COMPLETION_CONFIDENCE:.0f} % interval",
+        }
+
+
+def fleet_interruption_rate(
+    interruptions: int,
+    instance_hours: float,
+    prior_rate_per_h: float,
+    prior_instance_hours: float = PRIOR_INSTANCE_HOURS,
+) -> InterruptionEstimate:
+    """The pool's rate from k interruptions in h spot instance-hours, the advisor's rate as prior."""
+    return InterruptionEstimate(
+        int(interruptions), float(instance_hours), float(prior_rate_per_h), prior_instance_hours
+    )
 
 
 def job_rate_per_h(instance_rate_per_h: float, instance_count: int) -> float:
@@ -539,6 +615,12 @@ class SpotAssessment:
     duration_model: str = "lognormal through the median and p90"
     monthly_on_demand_usd: float | None = None  # the class's work at on-demand prices, a month
     unlock: CheckpointUnlock | None = None  # set when the class does not checkpoint
+    # Share of the class's GPU-hours already on spot today, and the spot rate / on-demand rate.
+    spot_share_today: float = 0.0
+    spot_price_ratio: float = math.nan
+    # Plain spot's completion at the high and the low end of the interruption rate's interval
+    # (the class's low and high predicted completion); None where not computed.
+    spot_completion_bounds: tuple[float, float] | None = None
 
     @property
     def uses_spot(self) -> bool:
@@ -546,10 +628,22 @@ class SpotAssessment:
 
     @property
     def monthly_saving_usd(self) -> float | None:
-        """Against on-demand, for the chosen mode (None without the class's monthly cost)."""
+        """What the verdict saves a month against how the class runs today (None without its cost).
+
+        The class's work already on spot (``spot_share_today``) is already paid at the spot
+        rate, with the rework its interruptions cost: the verdict saves nothing on it when it
+        stays on spot, and loses the spot discount on it when it leaves. The rest is priced
+        at on-demand today and at ``cost_ratio_vs_on_demand`` under the verdict. A class
+        entirely on spot at the rate it is billed shows no spot saving.
+        """
         if self.monthly_on_demand_usd is None:
             return None
-        return self.monthly_on_demand_usd * (1.0 - self.cost_ratio_vs_on_demand)
+        today = min(max(self.spot_share_today, 0.0), 1.0)
+        if self.uses_spot:
+            return self.monthly_on_demand_usd * (1.0 - today) * (1.0 - self.cost_ratio_vs_on_demand)
+        if today == 0.0:
+            return self.monthly_on_demand_usd * (1.0 - self.cost_ratio_vs_on_demand)
+        return -self.monthly_on_demand_usd * today * (1.0 - self.spot_price_ratio)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -574,6 +668,7 @@ class SpotAssessment:
             "duration_model": self.duration_model,
             "monthly_on_demand_usd": self.monthly_on_demand_usd,
             "monthly_saving_usd": self.monthly_saving_usd,
+            "spot_share_today": self.spot_share_today,
             "checkpoint_unlock": None if self.unlock is None else self.unlock.to_dict(),
             "reason": self.reason,
         }
@@ -620,6 +715,7 @@ def assess_job_class(
     sim_jobs: int = 2000,
     checkpointed: bool = True,
     monthly_on_demand_usd: float | None = None,
+    spot_share_today: float = 0.0,
 ) -> SpotAssessment:
     """Decide spot / deadline-safe spot / on-demand for a class of jobs.
 
@@ -636,7 +732,8 @@ def assess_job_class(
     (``checkpointed=False``) restarts from zero when interrupted: it stays on
     on-demand, and ``unlock`` says what checkpointing at the Young/Daly interval
     would save (``monthly_on_demand_usd`` prices it). Pass ``mode`` to evaluate a
-    fixed choice (e.g. under doubled interruption rates).
+    fixed choice (e.g. under doubled interruption rates). ``spot_share_today``: the share
+    of the class's GPU-hours on spot today (``SpotAssessment.monthly_saving_usd``).
     """
     if duration_ppf_h is None:
         if median_duration_h is None or p90_duration_h is None:
@@ -659,8 +756,10 @@ def assess_job_class(
         duration_model=model,
         sim_jobs=sim_jobs,
         monthly_on_demand_usd=monthly_on_demand_usd,
+        spot_share_today=spot_share_today,
     )
     rate = job_rate_per_h(instance_rate_per_h, instance_count)
+    today = {"spot_share_today": spot_share_today, "spot_price_ratio": spot_rate / on_demand_rate}
     if not checkpointed:
         # Restarted from zero on every interruption, these jobs stay on on-demand (whatever
         # `mode` asks); price what checkpointing at the Young/Daly interval would unlock.
@@ -691,6 +790,7 @@ def assess_job_class(
             duration_model=model,
             monthly_on_demand_usd=monthly_on_demand_usd,
             unlock=unlock,
+            **today,
         )
 
     rng = np.random.default_rng(seed)
@@ -719,6 +819,7 @@ def assess_job_class(
         "spot_completion_rate": completion,
         "duration_model": model,
         "monthly_on_demand_usd": monthly_on_demand_usd,
+        **today,
     }
     on_demand = SpotAssessment(
         **common,

@@ -2,7 +2,8 @@
 
 The advisor gives an interruption *bucket* per region and type: a range of the share of
 instances interrupted per month. `BUCKET_MONTHLY_FRACTION` is how Athanor reads a bucket
-as one number. Snapshot date and origin: `data/README.md`.
+as one number, and `PRIOR_INSTANCE_HOURS` how much that number weighs against the fleet's own
+spot runs. Snapshot date and origin: `data/README.md`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,13 @@ from athanor.reference.paths import SPOT_ADVISOR_CSV
 # Buckets 0-4 are <5, 5-10, 10-15, 15-20 and >20 % of instances interrupted per month. The
 # middle of each range; for the open-ended top bucket 25 % (an assumption, not an AWS figure).
 BUCKET_MONTHLY_FRACTION: dict[int, float] = {0: 0.025, 1: 0.075, 2: 0.125, 3: 0.175, 4: 0.25}
+
+# How much a bucket weighs against the fleet's own spot runs when the two are combined
+# (athanor.recommend.spot.fleet_interruption_rate): as much as this many instance-hours of them,
+# about a day of an 8-instance job. The buckets are averages over every size of a type and every
+# customer; a fleet that ran a few thousand spot instance-hours of its own knows its pools
+# better, and one that ran a few dozen does not. An assumption, stated in every recommendation.
+PRIOR_INSTANCE_HOURS = 200.0
 
 
 @dataclass(frozen=True)
