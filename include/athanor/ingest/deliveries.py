@@ -135,7 +135,7 @@ def _json_keys(file: Path) -> set[str]:
         return set()
     try:
         doc = json.loads(file.read_text())
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # nested too deep: its reader refuses it
         return set()
     return set(doc) if isinstance(doc, dict) else set()
 
@@ -235,7 +235,7 @@ def ingest_deliveries(
                     con,
                     [file],
                     "inventory",
-                    lambda fs: ingest_inventory(con, fs[0], run_id),
+                    lambda fs: ingest_inventory(con, fs[0], run_id, limits),
                     run_id,
                     failed_status,
                 )
@@ -540,7 +540,12 @@ def ingest_job_file(
     )
 
 
-def ingest_inventory(con: duckdb.DuckDBPyConnection, manifest: Path, run_id: str | None = None) -> str:
+def ingest_inventory(
+    con: duckdb.DuckDBPyConnection,
+    manifest: Path,
+    run_id: str | None = None,
+    limits: InputLimits = DEFAULT_LIMITS,
+) -> str:
     """Load one S3 Inventory delivery; it replaces the bucket's previous inventory."""
     from athanor.ingest.checkpoints import index_checkpoints
     from athanor.recommend import lifecycle
@@ -550,7 +555,7 @@ def ingest_inventory(con: duckdb.DuckDBPyConnection, manifest: Path, run_id: str
     load_id = digest[:16]
     if _already_loaded(con, load_id):
         return f"{shown(manifest.parent.name + '/manifest.json')}: unchanged since load {load_id}, skipped"
-    frame = lifecycle.read_inventory(manifest)
+    frame = lifecycle.read_inventory(manifest, limits)
     stamp = manifest.parent.name[:10]  # AWS names the folder <date>T<hh>-<mm>Z
     inventory_date = date.fromisoformat(stamp) if _is_date(stamp) else datetime.now(UTC).date()
     index = index_checkpoints(frame, inventory_date).objects

@@ -18,6 +18,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
+from athanor.ingest import sniff
 from athanor.land.names import shown
 from athanor.reference import IT_ACCESS_TIERS, S3_STORAGE_CLASSES
 
@@ -251,7 +252,12 @@ def _validate(df: pd.DataFrame, file: Path) -> pd.DataFrame:
     return df
 
 
-def _read_data_file(con: duckdb.DuckDBPyConnection, manifest: Manifest, path: Path) -> pd.DataFrame:
+def _read_data_file(
+    con: duckdb.DuckDBPyConnection, manifest: Manifest, path: Path, limits: sniff.InputLimits
+) -> pd.DataFrame:
+    # A part reached through its manifest may not have been looked at as a file of the night:
+    # its expansion is counted here before DuckDB decompresses it.
+    sniff.check_expansion(path, limits)
     con.execute("DROP TABLE IF EXISTS raw")
     if manifest.file_format == "CSV":
         names = [f"c{i}" for i in range(len(manifest.fields))]
@@ -284,8 +290,12 @@ def _read_data_file(con: duckdb.DuckDBPyConnection, manifest: Manifest, path: Pa
     return _validate(df, path)
 
 
-def read_inventory(manifest_path: str | Path) -> pd.DataFrame:
+def read_inventory(
+    manifest_path: str | Path, limits: sniff.InputLimits = sniff.DEFAULT_LIMITS
+) -> pd.DataFrame:
     """Read one S3 Inventory delivery into the canonical frame, after checking every file.
+
+    `limits`: how far a gzipped data file may expand (`athanor.ingest.sniff`).
 
     Raises InventoryError (a ValueError) for a missing file, an MD5 mismatch, a missing required
     column or a bad row (naming file, row, column and rule).
@@ -308,7 +318,7 @@ def read_inventory(manifest_path: str | Path) -> pd.DataFrame:
                 column="MD5checksum",
                 value=expected,
             )
-        frames.append(_read_data_file(con, manifest, path))
+        frames.append(_read_data_file(con, manifest, path, limits))
     con.close()
     if not frames:
         return empty_inventory()

@@ -7,9 +7,11 @@ a file cannot be, it is refused for with one line saying why:
 - a gzip cut short (no end marker) or corrupt;
 - a gzip that expands beyond `max_expanded_bytes`, or, once past `RATIO_FLOOR_BYTES`, more
   than `max_expansion_ratio` times its size (real exports compress 5-50x; a compression
-  bomb about 1000x). The trailer's size field is read first (4 bytes: no decompression);
-  Python's own decompression (`expand`) also counts as it streams, since a trailer can lie.
-  DuckDB decompresses billing files itself, as a stream, within its memory limit;
+  bomb about 1000x). The decompressed bytes are counted as they stream, keeping nothing,
+  before any reader takes the file, whatever its kind: the trailer's size field is no
+  evidence (it holds the size modulo 4 GiB, of the last member only). Only a gzip too small
+  to reach the cap even at deflate's largest ratio (`MAX_DEFLATE_RATIO`) is not decompressed.
+  DuckDB decompresses billing and inventory files itself, once the count has passed;
 - text that is not UTF-8: UTF-16/32 (with or without a byte-order mark), or bytes invalid in
   UTF-8 (Latin-1 / Windows-1252), named as such;
 - a header with more columns than `max_columns` (DuckDB runs out of memory planning a
@@ -38,7 +40,13 @@ HEAD_BYTES = 1 << 20  # what detection reads of a file's content, at most
 # Below this expanded size the ratio is not held against a file: a small file harms nothing,
 # and tiny gzips of repetitive text reach high ratios honestly.
 RATIO_FLOOR_BYTES = 100_000_000
+# Deflate's largest expansion (RFC 1951: a 258-byte match coded in as little as 2 bits) is
+# about 1032:1; a gzip member's header and trailer only lower it.
+MAX_DEFLATE_RATIO = 1032
 _CHUNK = 1 << 20
+# (file, size, modification time, cap) -> its expanded size, for the files counted already:
+# a night looks at each file several times (its kind, its format, its header).
+_COUNTED: dict[tuple[str, int, int, int], int] = {}
 _DELIMITERS = (",", ";", "\t", "|")
 # (leading bytes, encoding): UTF-32 before UTF-16, whose little-endian mark starts UTF-32's.
 _BOMS = (
@@ -109,35 +117,42 @@ def head(path: Path, size: int = HEAD_BYTES) -> bytes:
             raise _corrupt(path, exc) from None
 
 
-def check_expansion(path: Path, limits: InputLimits = DEFAULT_LIMITS) -> None:
-    """Refuse a gzip that expands past the limits, looking at its trailer first (4 bytes).
+def check_expansion(path: Path, limits: InputLimits = DEFAULT_LIMITS) -> int | None:
+    """Refuse a gzip that expands past the limits, counting its bytes as they stream.
 
-    The trailer holds the size modulo 4 GiB (of the last member only): it can understate,
-    never overstate, so a small stated size lets the file through at once (`expand` still
-    counts while it streams). A file cut short has no trailer, and its last bytes may state
-    anything: a size past the cap is confirmed by decompressing, up to the cap and keeping
-    nothing, before the file is called a bomb (or, if the stream ends early, cut short).
+    Returns the expanded size (None: not a gzip, or one too small to reach the cap). Nothing is
+    kept while counting, so a bomb costs time, never memory. The trailer's size field is not
+    trusted: it wraps at 4 GiB and describes the last member only; when it states more than
+    the cap, the refusal quotes it. A stream cut short or corrupt is refused as such.
     """
-    size = path.stat().st_size
+    stat = path.stat()
+    size = stat.st_size
     if size < 18 or not is_gzip(path):  # 10-byte header + 8-byte trailer
-        return
+        return None
+    cap = limits.expanded_cap(size)
+    if size * MAX_DEFLATE_RATIO <= cap:
+        return None
+    key = (str(path.resolve()), size, stat.st_mtime_ns, cap)
+    if key in _COUNTED:
+        return _COUNTED[key]
     with path.open("rb") as f:
         f.seek(-4, 2)
         stated = int.from_bytes(f.read(4), "little")
-    cap = limits.expanded_cap(size)
-    if stated <= cap:
-        return
     total = 0
     try:
         with gzip.open(path, "rb") as z:
             while chunk := z.read(_CHUNK):
                 total += len(chunk)
                 if total > cap:
-                    raise _too_big(path, size, cap, stated)
+                    raise _too_big(path, size, cap, stated if stated > cap else None)
     except EOFError:
         raise _truncated(path) from None
     except (gzip.BadGzipFile, zlib.error) as exc:
         raise _corrupt(path, exc) from None
+    if len(_COUNTED) >= 4096:
+        _COUNTED.clear()
+    _COUNTED[key] = total
+    return total
 
 
 def _too_big(path: Path, size: int, cap: int, stated: int | None = None) -> BrokenFile:
@@ -157,7 +172,8 @@ def _bytes(n: int) -> str:
 
 
 def expand(path: Path, limits: InputLimits = DEFAULT_LIMITS) -> bytes:
-    """The file's content: a gzip decompressed as a stream, refused once past the limits."""
+    """The file's content: a gzip is counted first (`check_expansion`, keeping nothing), and
+    read only once it is known to fit the limits."""
     if not is_gzip(path):
         return path.read_bytes()
     check_expansion(path, limits)
@@ -168,7 +184,7 @@ def expand(path: Path, limits: InputLimits = DEFAULT_LIMITS) -> bytes:
         with gzip.open(path, "rb") as z:
             while chunk := z.read(_CHUNK):
                 total += len(chunk)
-                if total > cap:
+                if total > cap:  # the file grew since it was counted
                     raise _too_big(path, size, cap)
                 chunks.append(chunk)
     except EOFError:
@@ -291,6 +307,8 @@ def header_columns(data: bytes, complete: bool) -> list[str] | None:
             pairs = json.loads(line, object_pairs_hook=lambda items: items)
         except ValueError:
             return None  # a JSON document spread over lines
+        except RecursionError:
+            return None  # nested past the decoder's depth: the reader of its kind refuses it
         return [key for key, _ in pairs] if isinstance(pairs, list) else None
     # The delimiter that splits the header most: DuckDB's sniffer picks the same for a real export.
     return max((next(csv.reader([line], delimiter=d), []) for d in _DELIMITERS), key=len)

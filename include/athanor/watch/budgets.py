@@ -23,6 +23,9 @@ COLUMNS = ("name", "scope", "value", "amount", "currency", "alert_actual_pct", "
 REQUIRED = ("name", "scope", "amount")
 DEFAULT_ACTUAL_PCT = (100.0,)
 DEFAULT_FORECAST_PCT = (100.0,)
+# A budgets file is a few lines a person writes: these bound what a wrong or hostile one costs.
+MAX_BYTES = 1_000_000
+MAX_DEPTH = 32  # `budgets:` > a list > a mapping > a list of percentages is four levels
 
 
 class BudgetsError(ValueError):
@@ -157,22 +160,60 @@ def parse_budgets(rows: list[dict[str, Any]], file: str) -> list[Budget]:
     return budgets
 
 
+class _PlainLoader(yaml.SafeLoader):
+    """YAML's safe loader without anchors and aliases, and no deeper than MAX_DEPTH.
+
+    An alias repeats a node by reference: nine levels of ten ("billion laughs") make 10^9
+    values of a 1 KB file once anything walks them. A budgets file has nothing to repeat.
+    """
+
+    _depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            sign = "*" if isinstance(event, yaml.AliasEvent) else "&"
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                f"an {'alias' if sign == '*' else 'anchor'} ({sign}{event.anchor}): "
+                "a budgets file repeats nothing by reference",
+                event.start_mark,
+            )
+        if self._depth >= MAX_DEPTH:
+            raise yaml.composer.ComposerError(
+                None, None, f"nested deeper than {MAX_DEPTH} levels", event.start_mark
+            )
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
 def read_budgets(path: Path) -> list[Budget]:
     """The budgets of a YAML (.yaml, .yml) or CSV file."""
     file = path.name
     try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise BudgetsError(f"{file}: {size:,} bytes, over the {MAX_BYTES:,} a budgets file may have")
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise BudgetsError(f"{path}: no such budgets file (ATHANOR_BUDGETS)") from None
     except UnicodeDecodeError as exc:
         raise BudgetsError(f"{file}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:  # a folder, a file without read permission
+        raise BudgetsError(f"{file}: cannot be read ({exc.strerror or exc})") from None
     if path.suffix.lower() in (".yaml", ".yml"):
         try:
-            document = yaml.safe_load(text)
+            document = yaml.load(text, Loader=_PlainLoader)  # a SafeLoader, stricter still
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             line = f" line {mark.line + 1}" if mark else ""
             raise BudgetsError(f"{file}:{line} not valid YAML: {getattr(exc, 'problem', exc)}") from None
+        except RecursionError:  # the scanner's own recursion, before a node is composed
+            raise BudgetsError(f"{file}: not valid YAML: nested too deep") from None
         rows = document.get("budgets") if isinstance(document, dict) else None
         if not isinstance(rows, list):
             raise BudgetsError(f"{file}: expected a top-level 'budgets:' list of budgets")

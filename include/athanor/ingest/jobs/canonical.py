@@ -7,6 +7,7 @@ censoring and GPU-hours and gives the table its `COLUMNS` and dtypes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import pandas as pd
@@ -53,6 +54,25 @@ COLUMNS: dict[str, str] = {
 }
 
 NULL_TOKENS = frozenset({"", "NULL", "null", "None", "NaN", "nan"})
+
+# The largest whole number a log's cell is read as exactly: counts are parsed as float64 (which
+# holds every integer up to 2^53) and stored as int64 (up to 2^63 - 1). A cell beyond it (1e30, a
+# 19-digit count) is not a count any job has: the row is refused, not cast into an overflow.
+MAX_INTEGER = 2**53
+
+
+TOO_LARGE = f"beyond {MAX_INTEGER:,}, the largest count read exactly"
+
+
+def count_problem(value: float) -> str | None:
+    """Why a parsed figure is not a count the int64 columns hold exactly, or None when it is."""
+    try:
+        if not math.isfinite(value) or value != math.floor(value):
+            return "not an integer"
+        return TOO_LARGE if abs(value) > MAX_INTEGER else None
+    except OverflowError:  # a JSON integer of 400 digits does not even convert to a float
+        return TOO_LARGE
+
 
 RECORD_COLUMNS = [
     "job_id",

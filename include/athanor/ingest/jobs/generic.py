@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from athanor.ingest.jobs.canonical import clean_text
+from athanor.ingest.jobs.canonical import MAX_INTEGER, TOO_LARGE, clean_text
 from athanor.ingest.jobs.problems import JobRunError, Problem, Problems
 from athanor.reference import JOB_PRICING_MODELS, JOB_STATES
 
@@ -71,6 +71,10 @@ def _numbers(
     if integer:
         bad |= num.notna() & np.isfinite(num) & (num != np.floor(num))
     problems.add_mask(bad, rows, column, f"not {kind}", lambda i: repr(text.iloc[i]))
+    if integer:
+        huge = ~bad & num.notna() & (num.abs() > MAX_INTEGER)
+        problems.add_mask(huge, rows, column, TOO_LARGE, lambda i: repr(text.iloc[i]))
+        bad |= huge
     if required:
         problems.add_mask(text.isna(), rows, column, "value missing", lambda i: "")
     num = num.mask(bad)

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from athanor.ingest.jobs.canonical import RECORD_COLUMNS, typed
+from athanor.ingest.jobs.canonical import RECORD_COLUMNS, count_problem, typed
 from athanor.ingest.jobs.detect import decode
 from athanor.ingest.jobs.problems import JobRunError, Problem, Problems
 from athanor.reference import gpus_per_instance
@@ -179,12 +179,14 @@ def parse_sagemaker(data: bytes, name: str) -> tuple[pd.DataFrame, Problems, lis
                 unknown_types.setdefault(record["instance_type"], []).append(number)
             record["gpus_per_instance"] = gpus or 0
         record["instance_count"] = None
-        if isinstance(instance_count, int) and not isinstance(instance_count, bool):
+        is_int = isinstance(instance_count, int) and not isinstance(instance_count, bool)
+        if is_int and count_problem(instance_count) is None:
             record["instance_count"] = instance_count
         elif instance_count is None:
             problems.add(number, "ResourceConfig.InstanceCount", "required field missing")
         else:
-            problems.add(number, "ResourceConfig.InstanceCount", "not an integer", repr(instance_count))
+            why = count_problem(instance_count) if is_int else "not an integer"
+            problems.add(number, "ResourceConfig.InstanceCount", str(why), repr(instance_count))
 
         record["pricing_model"] = "spot" if doc.get("EnableManagedSpotTraining") is True else "on_demand"
         tags = _tags(doc.get("Tags"))
@@ -216,10 +218,11 @@ def parse_sagemaker(data: bytes, name: str) -> tuple[pd.DataFrame, Problems, lis
                 params = float(tags["model_params"])
             except ValueError:
                 params = math.nan
-            if math.isfinite(params) and params == int(params):
+            why = count_problem(params)
+            if why is None:
                 record["model_params"] = int(params)
             else:
-                problems.add(number, "Tags", "model_params not an integer", repr(tags["model_params"]))
+                problems.add(number, "Tags", f"model_params {why}", repr(tags["model_params"]))
         record["phase"] = tags["phase"].strip().lower() if "phase" in tags else None
         billable = doc.get("BillableTimeInSeconds")
         record["billable_s"] = float(billable) if isinstance(billable, (int, float)) else np.nan

@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import pandas as pd
 
-from athanor.ingest.jobs.canonical import RECORD_COLUMNS, typed
+from athanor.ingest.jobs.canonical import MAX_INTEGER, RECORD_COLUMNS, TOO_LARGE, count_problem, typed
 from athanor.ingest.jobs.detect import decode
 from athanor.ingest.jobs.problems import Problems
 
@@ -94,8 +94,9 @@ def _count(text: str | None, row: int, problems: Problems) -> int | None:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not math.isfinite(value) or value != int(value):
-        problems.add(row, "Comment", "model_params not an integer", repr(text))
+    why = count_problem(value)
+    if why is not None:
+        problems.add(row, "Comment", f"model_params {why}", repr(text))
         return None
     return int(value)
 
@@ -188,16 +189,21 @@ def parse_slurm(
 
         nodes = get("NNodes")
         record["instance_count"] = None
-        if re.fullmatch(r"\d+", nodes):
-            record["instance_count"] = int(nodes)
-        else:
+        if not re.fullmatch(r"\d+", nodes):
             problems.add(row, "NNodes", "not an integer", repr(nodes))
+        elif len(nodes) > 16 or int(nodes) > MAX_INTEGER:
+            problems.add(row, "NNodes", TOO_LARGE, repr(nodes))
+        else:
+            record["instance_count"] = int(nodes)
 
         tres = get("AllocTRES") or get("ReqTRES")  # never-started jobs have no allocation
         try:
             gpus = parse_tres_gpus(tres)
         except ValueError:
             problems.add(row, "AllocTRES", "GPU count not an integer", repr(tres))
+            gpus = 0
+        if gpus > MAX_INTEGER:
+            problems.add(row, "AllocTRES", f"GPU count {TOO_LARGE}", repr(tres))
             gpus = 0
         record["_gpu_total"] = gpus
         count = record["instance_count"]

@@ -27,7 +27,6 @@ Memory in GiB is the mean share times the GPU's memory in the catalogue.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -36,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from athanor.ingest.errors import IngestError
-from athanor.ingest.telemetry.samples import Samples
+from athanor.ingest.telemetry.samples import Samples, expect, read_json
 
 FORMAT = "cloudwatch_sagemaker"
 NAMESPACE = "/aws/sagemaker/TrainingJobs"
@@ -71,23 +70,29 @@ def is_request(file: Path) -> bool:
     return file.name.endswith(REQUEST_SUFFIX)
 
 
-def _load_json(file: Path) -> Any:
-    try:
-        return json.loads(file.read_bytes())
-    except ValueError as exc:
-        raise IngestError(file.name, f"not a JSON document ({exc})") from None
-
-
 def _queries(request: Path | None) -> dict[str, tuple[str | None, str | None, str | None]]:
     """Id -> (namespace, metric name, Host) from a saved request."""
     if request is None:
         return {}
-    doc = _load_json(request)
+    doc = expect(read_json(request), dict, request, "the request", "an object {MetricDataQueries}")
+    queries = expect(doc.get("MetricDataQueries") or [], list, request, "MetricDataQueries", "a list")
     out = {}
-    for query in doc.get("MetricDataQueries") or [] if isinstance(doc, dict) else []:
-        metric = ((query.get("MetricStat") or {}).get("Metric")) or {}
-        host = next((d.get("Value") for d in metric.get("Dimensions") or [] if d.get("Name") == "Host"), None)
-        out[str(query.get("Id"))] = (metric.get("Namespace"), metric.get("MetricName"), host)
+    for n, query in enumerate(queries):
+        where = f"MetricDataQueries[{n}]"
+        expect(query, dict, request, where, "an object {Id, MetricStat}")
+        stat = expect(query.get("MetricStat") or {}, dict, request, f"{where}.MetricStat", "an object")
+        metric = expect(stat.get("Metric") or {}, dict, request, f"{where}.MetricStat.Metric", "an object")
+        dimensions = expect(metric.get("Dimensions") or [], list, request, f"{where}...Dimensions", "a list")
+        host = None
+        for d, dimension in enumerate(dimensions):
+            expect(dimension, dict, request, f"{where}...Dimensions[{d}]", "an object {Name, Value}")
+            if dimension.get("Name") == "Host" and host is None:
+                host = dimension.get("Value")
+        named = {"Namespace": metric.get("Namespace"), "MetricName": metric.get("MetricName"), "Host": host}
+        for key, value in named.items():
+            if value is not None:
+                expect(value, str, request, f"{where}: {key}", "a string")
+        out[str(query.get("Id"))] = (named["Namespace"], named["MetricName"], named["Host"])
     return out
 
 
@@ -146,15 +151,18 @@ def _read_answer(
     skipped: dict[str, int],
     gpus_of: Callable[[str], HostGpus | None],
 ) -> None:
-    doc = _load_json(file)
+    doc = read_json(file)
     results = doc.get("MetricDataResults") if isinstance(doc, dict) else None
     if not isinstance(results, list):
         raise IngestError(file.name, "not a GetMetricData answer (no MetricDataResults list)")
     queries = _queries(request)
     position = 0
-    for result in results:
+    for n, result in enumerate(results):
+        where = f"MetricDataResults[{n}]"
+        expect(result, dict, file, where, "a result {Id, Label, Timestamps, Values}")
         rid, label = str(result.get("Id")), str(result.get("Label") or "")
-        stamps, values = result.get("Timestamps") or [], result.get("Values") or []
+        stamps = expect(result.get("Timestamps") or [], list, file, f"{where}.Timestamps", "a list")
+        values = expect(result.get("Values") or [], list, file, f"{where}.Values", "a list")
         status = result.get("StatusCode", "Complete")
         if status not in _GOOD_STATUS:
             raise IngestError(

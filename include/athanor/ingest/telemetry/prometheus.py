@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from athanor.ingest.errors import IngestError
-from athanor.ingest.telemetry.samples import Samples
+from athanor.ingest.telemetry.samples import Samples, expect, read_json
 
 FORMAT = "prometheus_dcgm"
 METRICS = {
@@ -83,10 +83,7 @@ def read(files: Iterable[Path], load_id: str) -> tuple[Samples, dict[str, int]]:
 
 
 def _read_file(file: Path, samples: Samples, skipped: dict[str, int]) -> None:
-    try:
-        doc = json.loads(file.read_bytes())
-    except ValueError as exc:
-        raise IngestError(file.name, f"not a JSON document ({exc})") from None
+    doc = read_json(file)
     if not isinstance(doc, dict) or doc.get("status") != "success":
         status = doc.get("status") if isinstance(doc, dict) else None
         error = doc.get("error") if isinstance(doc, dict) else None
@@ -94,17 +91,26 @@ def _read_file(file: Path, samples: Samples, skipped: dict[str, int]) -> None:
             file.name,
             f"Prometheus answer with status {status!r}, not 'success'" + (f": {error}" if error else ""),
         )
-    data = doc.get("data") or {}
+    data = expect(doc.get("data") or {}, dict, file, "data", "an object")
     kind = data.get("resultType")
     if kind not in ("matrix", "vector"):
         raise IngestError(
             file.name, f"Prometheus resultType {kind!r}: Athanor reads 'matrix' (query_range) or 'vector'"
         )
     position = 0
-    for n, series in enumerate(data.get("result") or [], start=1):
-        metric = series.get("metric") or {}
+    result = expect(data.get("result") or [], list, file, "data.result", "a list of series")
+    for n, series in enumerate(result, start=1):
+        where = f"data.result[{n - 1}]"
+        expect(series, dict, file, where, "a series {metric, values}")
+        metric = expect(series.get("metric") or {}, dict, file, f"{where}.metric", "an object of labels")
+        for label, text in metric.items():
+            # Prometheus labels are strings; any other value is not an exporter's answer.
+            expect(text, str, file, f"{where}.metric.{label}", "a string")
         name = metric.get("__name__")
-        values = series.get("values") if kind == "matrix" else [series.get("value")]
+        if kind == "matrix":
+            values = expect(series.get("values") or [], list, file, f"{where}.values", "a list of samples")
+        else:
+            values = [series.get("value")]
         if name is None:
             raise IngestError(
                 file.name,

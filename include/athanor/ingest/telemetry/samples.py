@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import reprlib
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+
+from athanor.ingest.errors import IngestError
+
+SHAPE_RULE = "rule telemetry_json_shape"
 
 # gpu_samples' columns and types, as the JSON readers fill them.
 SCHEMA = pa.schema(
@@ -29,6 +36,26 @@ SCHEMA = pa.schema(
         ("power_w", pa.float64()),
     ]
 )
+
+
+def read_json(file: Path) -> Any:
+    """The JSON document of a telemetry file; IngestError for one that is not JSON."""
+    try:
+        return json.loads(file.read_bytes())
+    except ValueError as exc:
+        raise IngestError(file.name, f"not a JSON document ({exc})") from None
+    except RecursionError:
+        # json's C decoder recurses once per level: brackets nested past Python's recursion limit
+        # (no exporter nests deeper than five) end here, before using much memory.
+        raise IngestError(file.name, f"not a telemetry answer: JSON nested too deep ({SHAPE_RULE})") from None
+
+
+def expect(value: Any, kind: type | tuple[type, ...], file: Path, where: str, what: str) -> Any:
+    """`value` when it is of `kind`; otherwise an IngestError naming where in the document it is."""
+    if isinstance(value, kind) and not isinstance(value, bool):
+        return value
+    # reprlib: a bounded rendering, however big the value (a list of a million items).
+    raise IngestError(file.name, f"{where} is {reprlib.repr(value)}, not {what} ({SHAPE_RULE})")
 
 
 class Samples:
