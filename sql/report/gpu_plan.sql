@@ -37,7 +37,16 @@ select
     p.purchase,
     p.deadline_slack,
     p.reason,
-    cast(p.frontier as varchar) as frontier
+    cast(p.frontier as varchar) as frontier,
+    p.speedup,
+    p.speedup_low,
+    p.speedup_high,
+    p.speedup_source,
+    p.break_even_speedup,
+    cast(p.monthly_savings_low_usd as double) as monthly_savings_low_usd,
+    cast(p.monthly_savings_high_usd as double) as monthly_savings_high_usd,
+    coalesce(p.benchmark_first, false) as benchmark_first,
+    coalesce(p.counted, false) as counted
 from gpu_plan as p
 join chosen using (run_id)
 order by p.monthly_savings_usd desc nulls last, p.job_class

@@ -189,6 +189,18 @@ comment on column gpu_plan.purchase is 'How to buy the capacity, from the phase:
 comment on column gpu_plan.deadline_slack is 'The deadline the plan used: runs may take this many times their current hours.';
 comment on column gpu_plan.reason is 'Why, in words: the move or stay, the memory rule, the scaling fit, what was unknown.';
 comment on column gpu_plan.frontier is 'The cost-time frontier as JSON, fastest first: configurations no other one beats on both hours and cost.';
+comment on column gpu_plan.speedup is 'Throughput per GPU of the recommended GPU model over the current one, at equal GPU counts: hours there are hours here / speed-up (scaled by GPUs^alpha). Null for a stay or a move on the same GPU model.';
+comment on column gpu_plan.speedup_low is 'Low end of the speed-up''s range: fleet, the 90 % bootstrap interval of the ratio of medians; benchmark, the fastest kept run over the slowest; datasheet, the ratio raised to the benchmark table''s worst realised share (0.405).';
+comment on column gpu_plan.speedup_high is 'High end of the speed-up''s range (the datasheet ratio itself for a faster GPU).';
+comment on column gpu_plan.speedup_source is 'fleet (the class''s own runs on both GPU models: median samples/s per GPU^alpha, at least 3 runs a side) | benchmark (reference gpu_benchmarks.csv: MLPerf Training per model family) | datasheet (dense FP16 or memory-bandwidth ratio).';
+comment on column gpu_plan.speedup_note is 'Where the speed-up comes from, in words (runs compared, benchmark and round, datasheet figures).';
+comment on column gpu_plan.break_even_speedup is 'The speed-up at which the move''s cost per run equals the current one: price ratio x instance-count ratio x (current GPUs / new GPUs)^alpha. Below it the move costs more.';
+comment on column gpu_plan.monthly_savings_low_usd is 'The monthly saving at speedup_low, USD per month (negative: the move would cost more); the saving itself where no speed-up is involved.';
+comment on column gpu_plan.monthly_savings_high_usd is 'The monthly saving at speedup_high, USD per month.';
+comment on column gpu_plan.benchmark_first is 'True when the saving changes sign within the speed-up''s range: benchmark the class on the new GPU before moving; the move is not counted.';
+comment on column gpu_plan.counted is 'True when the plan counts the move: it moves, saves, and is not benchmark_first.';
+comment on column gpu_plan.gpu_window_min is 'Fewest GPUs a configuration was considered with: half the fewest the class ran on (GPUs^alpha is not extrapolated beyond 2x).';
+comment on column gpu_plan.gpu_window_max is 'Most GPUs a configuration was considered with: twice the most the class ran on.';
 comment on table recommendations is 'Recommended actions with their money. Grain: one row per recommended action (kind, scope) per optimize run. Money in USD per 730-hour month unless named otherwise.';
 comment on column recommendations.run_id is 'The optimize run that recommended it.';
 comment on column recommendations.as_of is 'The day the run was for.';

@@ -29,9 +29,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
+from scipy import stats
 
 BYTES_PER_PARAM_MIXED_ADAM = 16
 # Activations, communication buffers and allocator fragmentation on top of the model state: a
@@ -42,6 +43,16 @@ GIB = 2**30
 Bound = Literal["compute", "memory"]
 MemoryBasis = Literal["observed", "model_params", "unknown"]
 ScalingBasis = Literal["fitted", "assumed", "datasheet"]
+SpeedupSource = Literal["fleet", "benchmark", "datasheet"]
+
+# The fleet's own speed-up needs this many runs with throughput on each of the two GPU models:
+# fewer leave the median a single run's noise.
+FLEET_MIN_RUNS = 3
+# The fleet speed-up's range: a percentile bootstrap interval of the ratio of medians, resampling
+# the runs of each GPU model apart; seeded, so a night's plan is reproducible.
+FLEET_CONFIDENCE = 0.90
+FLEET_RESAMPLES = 2000
+FLEET_SEED = 0
 
 
 @dataclass(frozen=True)
@@ -106,6 +117,7 @@ class Observation:
     samples_per_second: float
     fp16_dense_tflops: float | None  # per GPU
     memory_bandwidth_gbps: float | None  # per GPU
+    gpu_model: str | None = None  # as the catalog names it; the fleet's speed-up pairs runs by it
 
     def speed(self, bound: Bound) -> float | None:
         return self.fp16_dense_tflops if bound == "compute" else self.memory_bandwidth_gbps
@@ -225,3 +237,79 @@ def hours_from_observed(
     if new is None or new <= 0 or ref_samples_per_second <= 0:
         return None
     return ref_hours * ref_samples_per_second / new
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """Throughput of a class on one GPU model over another, per GPU at equal GPU counts: where it
+    comes from and how far it may be off. Hours on the other model are hours / speed-up."""
+
+    value: float
+    low: float
+    high: float
+    source: SpeedupSource
+    note: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "value": round(self.value, 3),
+            "low": round(self.low, 3),
+            "high": round(self.high, 3),
+            "source": self.source,
+        }
+
+
+def _per_gpu_scaled(observations: Iterable[Observation], alpha: float) -> np.ndarray:
+    return np.array(
+        [
+            o.samples_per_second / o.gpus**alpha
+            for o in observations
+            if o.gpus > 0 and o.samples_per_second is not None and o.samples_per_second > 0
+        ]
+    )
+
+
+def measured_speedup(
+    current: Sequence[Observation], target: Sequence[Observation], alpha: float
+) -> Speedup | None:
+    """The class's own speed-up of the target GPU model over its current one, from its runs on both.
+
+    Estimator: each run's samples/s brought to one GPU by the class's scaling (samples/s / n^alpha;
+    runs at equal GPU counts are compared as measured), then median on the target over median on
+    the current model. Range: the FLEET_CONFIDENCE percentile bootstrap interval of that ratio.
+    None with fewer than FLEET_MIN_RUNS runs on either side.
+    """
+    a, b = _per_gpu_scaled(current, alpha), _per_gpu_scaled(target, alpha)
+    if len(a) < FLEET_MIN_RUNS or len(b) < FLEET_MIN_RUNS:
+        return None
+    value = float(np.median(b) / np.median(a))
+
+    def ratio(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.median(y, axis=axis) / np.median(x, axis=axis)
+
+    ci = stats.bootstrap(
+        (a, b),
+        ratio,
+        vectorized=True,
+        paired=False,
+        confidence_level=FLEET_CONFIDENCE,
+        n_resamples=FLEET_RESAMPLES,
+        method="percentile",
+        rng=np.random.default_rng(FLEET_SEED),
+    ).confidence_interval
+    return Speedup(
+        value,
+        min(float(ci.low), value),
+        max(float(ci.high), value),
+        "fleet",
+        f"the class's own runs: median samples/s per GPU^{alpha:.2f} over {len(b)} runs against {len(a)}, "
+        f"{100 * FLEET_CONFIDENCE:.0f} % bootstrap interval",
+    )
+
+
+def datasheet_speedup(ratio: float, exponent_low: float, note: str) -> Speedup:
+    """A datasheet ratio d with its range: realised speed-ups fall short of the peak ratio, so the
+    range runs from d to d^exponent_low (athanor.reference.benchmarks.datasheet_exponent_low), below
+    d for a faster GPU and above it for a slower one."""
+    other = ratio**exponent_low
+    return Speedup(ratio, min(ratio, other), max(ratio, other), "datasheet", note)

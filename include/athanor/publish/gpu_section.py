@@ -70,6 +70,17 @@ class GpuPlanRow:
     deadline_slack: float
     reason: str
     frontier: tuple[FrontierPoint, ...] = ()
+    # A move across GPU models: the speed-up it rests on (fleet | benchmark | datasheet), its
+    # range, where the move stops saving, and whether the plan counts it.
+    speedup: float | None = None
+    speedup_low: float | None = None
+    speedup_high: float | None = None
+    speedup_source: str | None = None
+    break_even_speedup: float | None = None
+    monthly_savings_low_usd: float | None = None
+    monthly_savings_high_usd: float | None = None
+    benchmark_first: bool = False
+    counted: bool = False
 
     @property
     def current(self) -> str:

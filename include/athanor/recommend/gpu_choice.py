@@ -8,8 +8,16 @@ the GPU types of the class's own cloud unless candidate types are named:
 - memory is the hard constraint: a configuration whose total GPU memory is below the class's
   requirement (``athanor.model.performance``) is never recommended; with no requirement known,
   the class keeps at least the GPU memory it has now, per GPU and in total;
-- hours per run scale from the class's observed hours on its current configuration through its
-  fitted throughput model (or the datasheet ratio, marked, without throughput data);
+- hours per run scale from the class's observed hours on its current configuration: by n^alpha
+  across GPU counts (the class's fitted scaling), and across GPU models by a speed-up taken, in
+  order, from the class's own runs on both models (``fleet``), a published benchmark of its model
+  family (``benchmark``, reference/data/gpu_benchmarks.csv) or the datasheet ratio of the figure
+  that bounds it (``datasheet``), each with a low-high range (athanor.model.performance.Speedup);
+- n^alpha is never extrapolated beyond 2x the GPU counts the class ran at: configurations of
+  fewer than half its smallest or more than twice its largest GPU count are not offered;
+- a move across GPU models carries its break-even speed-up (where its cost per run equals the
+  current one) and its monthly saving at the range's ends; a move whose saving changes sign
+  within the range is "benchmark first": shown, not counted;
 - the recommendation is the cheapest configuration per run, at on-demand list prices, that fits
   in memory and finishes within ``deadline_slack`` x the current hours; a team budget, when set,
   may trade the deadline for cost (said so in the reason);
@@ -40,12 +48,14 @@ from athanor.model.performance import (
     MemoryRequirement,
     Observation,
     ScalingFit,
+    Speedup,
+    datasheet_speedup,
     fit_class_scaling,
-    hours_from_observed,
-    hours_on,
+    measured_speedup,
     memory_requirement,
 )
 from athanor.recommend.phases import PHASE_DEFAULTS, purchase_words
+from athanor.reference import benchmarks
 from athanor.reference import gpus as catalog
 from athanor.reference.vocabulary import HOURS_PER_MONTH, JOB_PHASES
 
@@ -63,6 +73,8 @@ PHASES = JOB_PHASES
 PHASE_PURCHASE = {name: d.words for name, d in PHASE_DEFAULTS.items()}
 # Float sums of the same prices differ in the last bits: those differences are no reason to move.
 _TOLERANCE = 1e-9
+# n^alpha is trusted to this factor beyond the GPU counts a class ran at, in either direction.
+SCALING_EXTRAPOLATION = 2.0
 
 
 @dataclass(frozen=True)
@@ -133,6 +145,10 @@ class Option:
     cost_per_run_usd: float
     kgco2e_per_run: float | None
     fits_memory: bool
+    # Across GPU models only: the speed-up its hours rest on, and the speed-up at which its cost
+    # per run equals the current one (price ratio x count ratio x the scaling term).
+    speedup: Speedup | None = None
+    break_even_speedup: float | None = None
 
     @property
     def gpus(self) -> int:
@@ -174,6 +190,9 @@ class ClassInput:
     # Median samples/s of the runs on the current configuration: the reference when the current
     # GPU has no datasheet speed (hours elsewhere then come from the fit's absolute prediction).
     current_samples_per_second: float | None = None
+    model: str | None = None  # the model name of most runs: what a benchmark family matches
+    observations: tuple[Observation, ...] = ()  # every run's throughput, with its GPU model
+    gpu_counts: tuple[int, ...] = ()  # the GPU counts its runs used (n^alpha is trusted near them)
 
 
 @dataclass(frozen=True)
@@ -192,6 +211,27 @@ class ClassPlan:
     greener: Option | None
     reason: str
     options: tuple[Option, ...] = field(default=(), repr=False)  # every configuration priced
+    # The recommended move's evidence (None for a stay or a move on the same GPU model).
+    speedup: Speedup | None = None
+    break_even_speedup: float | None = None
+    monthly_savings_low_usd: float | None = None  # at speedup.low; the same GPU model: the saving
+    monthly_savings_high_usd: float | None = None  # at speedup.high
+    benchmark_first: bool = False  # the saving changes sign within the speed-up's range
+    gpu_window: tuple[float, float] | None = None  # GPU counts offered: 2x beyond those observed
+
+    @property
+    def moves(self) -> bool:
+        cur, rec = self.current, self.recommended
+        return (
+            cur is not None
+            and rec is not None
+            and (rec.candidate != cur.candidate or rec.instance_count != cur.instance_count)
+        )
+
+    @property
+    def counted(self) -> bool:
+        """A move the plan counts: it saves at the speed-up's whole range (not benchmark first)."""
+        return self.moves and self.monthly_savings_usd > 0 and not self.benchmark_first
 
     def to_json(self) -> dict[str, Any]:
         """The shape `athanor gpu-plan --format json` prints (issue 16, exact)."""
@@ -214,6 +254,22 @@ class ClassPlan:
             "monthly_savings_usd": round(self.monthly_savings_usd, 2),
             "kgco2e_per_run": both("kgco2e_per_run", 3),
             "reason": self.reason,
+            "speedup": None if self.speedup is None else self.speedup.to_json(),
+            "break_even_speedup": None
+            if self.break_even_speedup is None
+            else round(self.break_even_speedup, 3),
+            "monthly_savings_range_usd": {
+                "low": None
+                if self.monthly_savings_low_usd is None
+                else round(self.monthly_savings_low_usd, 2),
+                "value": round(self.monthly_savings_usd, 2),
+                "high": None
+                if self.monthly_savings_high_usd is None
+                else round(self.monthly_savings_high_usd, 2),
+            },
+            "benchmark_first": self.benchmark_first,
+            "counted": self.counted,
+            "gpu_window": None if self.gpu_window is None else list(self.gpu_window),
         }
 
 
@@ -230,33 +286,69 @@ def _find(candidates: Sequence[Candidate], instance_type: str) -> Candidate | No
     return next((c for c in matches if c.reference), matches[0] if matches else None)
 
 
-def _option(cls: ClassInput, cur: Candidate, c: Candidate, count: int, bound: str) -> Option | None:
-    gpus = c.gpus_per_instance * count
-    if c == cur and count == cls.current_instance_count:
-        hours: float | None = cls.current_hours_per_run
-    elif cur.speed(bound) is None:
-        hours = (
-            None
-            if cls.current_samples_per_second is None
-            else hours_from_observed(
-                cls.scaling,
-                ref_hours=cls.current_hours_per_run,
-                ref_samples_per_second=cls.current_samples_per_second,
-                speed=c.speed(bound),
-                gpus=gpus,
-            )
-        )
-    else:
-        hours = hours_on(
-            cls.scaling,
-            ref_hours=cls.current_hours_per_run,
-            ref_speed=cur.speed(bound),
-            ref_gpus=cur.gpus_per_instance * cls.current_instance_count,
-            speed=c.speed(bound),
-            gpus=gpus,
-        )
-    if hours is None:
+def _speedup(cls: ClassInput, cur: Candidate, c: Candidate, bound: str) -> Speedup | None:
+    """Throughput per GPU of ``c``'s GPU model over the current one's: fleet, benchmark, datasheet."""
+    alpha = cls.scaling.alpha
+    fleet = measured_speedup(
+        [o for o in cls.observations if o.gpu_model == cur.gpu_model],
+        [o for o in cls.observations if o.gpu_model == c.gpu_model],
+        alpha,
+    )
+    if fleet is not None:
+        return fleet
+    bench = benchmarks.speedup(cls.model, cur.gpu_model, c.gpu_model, bound)
+    if bench is not None:
+        return Speedup(bench.value, bench.low, bench.high, "benchmark", bench.note)
+    what = "dense FP16 TFLOPS" if bound == "compute" else "memory bandwidth"
+    low = benchmarks.datasheet_exponent_low()
+    target, now = c.speed(bound), cur.speed(bound)
+    if target is None:
         return None
+    if now is not None:
+        return datasheet_speedup(
+            target / now, low, f"datasheet {what} ratio, {c.gpu_model} {target:g} / {cur.gpu_model} {now:g}"
+        )
+    k, observed = cls.scaling.coefficient, cls.current_samples_per_second
+    if k is None or not observed:
+        return None
+    # No datasheet figure for the current GPU: the fit on the class's other runs (k x speed x
+    # n^alpha) on the target against the samples/s observed on the current configuration.
+    ref_gpus = cur.gpus_per_instance * cls.current_instance_count
+    return datasheet_speedup(
+        k * target * ref_gpus**alpha / observed,
+        low,
+        f"no {what} figure for {cur.gpu_model}: its observed {observed:,.0f} samples/s against the "
+        f"class's fit on other GPUs, scaled by the datasheet {what}",
+    )
+
+
+def _option(
+    cls: ClassInput,
+    cur: Candidate,
+    c: Candidate,
+    count: int,
+    bound: str,
+    speedups: dict[str, Speedup | None] | None = None,
+) -> Option | None:
+    gpus = c.gpus_per_instance * count
+    ref_gpus = cur.gpus_per_instance * cls.current_instance_count
+    speedup: Speedup | None = None
+    if c == cur and count == cls.current_instance_count:
+        hours = cls.current_hours_per_run
+    else:
+        if c.gpu_model != cur.gpu_model:
+            cache = {} if speedups is None else speedups
+            if c.gpu_model not in cache:
+                cache[c.gpu_model] = _speedup(cls, cur, c, bound)
+            speedup = cache[c.gpu_model]
+            if speedup is None or speedup.value <= 0:
+                return None
+        alpha = cls.scaling.alpha
+        hours = (
+            cls.current_hours_per_run
+            * ref_gpus**alpha
+            / ((1.0 if speedup is None else speedup.value) * gpus**alpha)
+        )
     fits = cls.memory.fits(gpus, c.memory_per_gpu_gib)
     if fits is None:
         # No requirement known: never less GPU memory than the class runs on now.
@@ -267,13 +359,20 @@ def _option(cls: ClassInput, cur: Candidate, c: Candidate, count: int, bound: st
             and c.memory_per_gpu_gib >= now
             and gpus * c.memory_per_gpu_gib >= now * cur.gpus_per_instance * cls.current_instance_count
         )
+    cost = hours * count * c.hourly_usd
+    current_cost = cls.current_hours_per_run * cls.current_instance_count * cur.hourly_usd
     return Option(
         candidate=c,
         instance_count=count,
         hours_per_run=hours,
-        cost_per_run_usd=hours * count * c.hourly_usd,
+        cost_per_run_usd=cost,
         kgco2e_per_run=kgco2e(hours * gpus, c, cls.utilisation),
         fits_memory=bool(fits),
+        speedup=speedup,
+        # cost(s) = cost x value / s equals the current cost at s = value x cost / current cost.
+        break_even_speedup=None
+        if speedup is None or current_cost <= 0
+        else speedup.value * cost / current_cost,
     )
 
 
@@ -335,6 +434,9 @@ def plan_class(
         )
     current = _option(cls, cur, cur, cls.current_instance_count, bound)
     assert current is not None  # its hours are the observed ones
+    observed = cls.gpu_counts or cls.scaling.gpu_counts or (current.gpus,)
+    window = (min(observed) / SCALING_EXTRAPOLATION, max(observed) * SCALING_EXTRAPOLATION)
+    speedups: dict[str, Speedup | None] = {}  # per GPU model, worked out once per class
     options = [
         o
         for c in candidates
@@ -342,7 +444,8 @@ def plan_class(
         if allowed is None or c.instance_type.lower() in allowed or c.instance_type == cur.instance_type
         for n in counts
         if n == 1 or c.gpus_per_instance >= MULTI_NODE_MIN_GPUS
-        if (o := _option(cls, cur, c, n, bound)) is not None
+        if window[0] <= c.gpus_per_instance * n <= window[1]
+        if (o := _option(cls, cur, c, n, bound, speedups)) is not None
     ]
     if not any(o.candidate == cur and o.instance_count == cls.current_instance_count for o in options):
         options.append(current)
@@ -371,6 +474,15 @@ def plan_class(
         if recommended is None
         else (current.cost_per_run_usd - recommended.cost_per_run_usd) * cls.runs_per_month
     )
+    speedup = None if recommended is None else recommended.speedup
+    at_low = at_high = None if recommended is None else savings
+    if recommended is not None and speedup is not None:
+        # Hours, hence cost per run, go as 1 / speed-up: cost at s = cost x value / s.
+        def saving_at(s: float) -> float:
+            new = recommended.cost_per_run_usd * speedup.value / s
+            return (current.cost_per_run_usd - new) * cls.runs_per_month
+
+        at_low, at_high = saving_at(speedup.low), saving_at(speedup.high)
     plan = ClassPlan(
         job_class=cls.job_class,
         team=cls.team,
@@ -386,6 +498,15 @@ def plan_class(
         greener=greener,
         reason="",
         options=tuple(options),
+        speedup=speedup,
+        break_even_speedup=None if recommended is None else recommended.break_even_speedup,
+        monthly_savings_low_usd=at_low,
+        monthly_savings_high_usd=at_high,
+        benchmark_first=at_low is not None
+        and at_high is not None
+        and min(at_low, at_high) < -_TOLERANCE
+        and max(at_low, at_high) > _TOLERANCE,
+        gpu_window=window,
     )
     return replace(plan, reason=_reason(plan, cls, deadline_slack, ignore_deadline))
 
@@ -415,6 +536,21 @@ def _reason(p: ClassPlan, cls: ClassInput, slack: float, ignore_deadline: bool) 
         parts.append(
             f"move to {rec.label}: {_pct(rec.cost_per_run_usd, cur.cost_per_run_usd)} cost per run, "
             f"{rec.hours_per_run / cur.hours_per_run:.2f} x the hours, {when}"
+        )
+    if rec is not None and p.speedup is not None and p.moves:
+        sp = p.speedup
+        parts.append(
+            f"speed-up of {rec.candidate.gpu_model} over {cur.candidate.gpu_model} {sp.value:.2f} "
+            f"({sp.low:.2f}-{sp.high:.2f}, {sp.source}: {sp.note}); break-even {p.break_even_speedup:.2f}; "
+            f"saving ${p.monthly_savings_low_usd:,.0f} to ${p.monthly_savings_high_usd:,.0f} a month over the range"
+        )
+        if p.benchmark_first:
+            parts.append("benchmark first: the saving changes sign within the range, the move is not counted")
+    if p.gpu_window is not None:
+        lo, hi = p.gpu_window
+        parts.append(
+            f"only {lo:g}-{hi:g} GPUs considered: n^alpha is not extrapolated beyond "
+            f"{SCALING_EXTRAPOLATION:g} x the GPU counts the class ran at"
         )
     mem = p.memory
     if mem.total_gib is None:
@@ -513,6 +649,11 @@ def _catalog_figures(instance_type: str) -> tuple[float | None, float | None]:
     return (None, None) if g is None else (g.fp16_dense_tflops, g.memory_bandwidth_gbps)
 
 
+def _catalog_gpu_model(instance_type: str) -> str | None:
+    inst = catalog.gpu_instance(instance_type)
+    return None if inst is None else inst.gpu_model
+
+
 def _num(value: Any) -> float | None:
     try:
         v = float(value)
@@ -527,10 +668,12 @@ def class_inputs(
     group_by: Sequence[str] = DEFAULT_GROUP_BY,
     bound: str | None = None,
     figures: Callable[[str], tuple[float | None, float | None]] = _catalog_figures,
+    gpu_models: Callable[[str], str | None] = _catalog_gpu_model,
 ) -> tuple[list[ClassInput], list[str]]:
     """Workload classes from job runs (the ``job_runs`` columns, the optional ones where present).
 
-    ``figures`` gives an instance type's per-GPU (TFLOPS, bandwidth) for the throughput fit.
+    ``figures`` gives an instance type's per-GPU (TFLOPS, bandwidth) for the throughput fit,
+    ``gpu_models`` its GPU model (runs on two models give the class's own speed-up).
     Returns the classes and one note per class that could not be formed (no run with a duration).
     """
     df = runs.copy()
@@ -576,10 +719,11 @@ def class_inputs(
             sps = _num(r.samples_per_second)
             if sps is not None:
                 tflops, bw = figures(r.instance_type)
-                observations.append(Observation(int(r.gpus), sps, tflops, bw))
+                observations.append(Observation(int(r.gpus), sps, tflops, bw, gpu_models(r.instance_type)))
         observed_sps = [v for v in map(_num, on_current["samples_per_second"]) if v is not None and v > 0]
         phases = [p for p in g["phase"] if isinstance(p, str) and p]
         teams = [t for t in g["team"] if isinstance(t, str) and t]
+        models = [m for m in g["model"] if isinstance(m, str) and m]
         classes.append(
             ClassInput(
                 job_class=str(job_class),
@@ -597,6 +741,9 @@ def class_inputs(
                 team=Counter(teams).most_common(1)[0][0] if teams else None,
                 phase=Counter(phases).most_common(1)[0][0] if phases else None,
                 current_samples_per_second=float(np.median(observed_sps)) if observed_sps else None,
+                model=Counter(models).most_common(1)[0][0] if models else None,
+                observations=tuple(observations),
+                gpu_counts=tuple(sorted({int(n) for n in g["gpus"]})),
             )
         )
     return classes, skipped
@@ -620,7 +767,11 @@ def plan(
             _catalog_figures(instance_type) if c is None else (c.fp16_dense_tflops, c.memory_bandwidth_gbps)
         )
 
-    classes, _ = class_inputs(runs, group_by=group_by, figures=figures)
+    def gpu_models(instance_type: str) -> str | None:
+        c = given.get(str(instance_type).strip().lower())
+        return _catalog_gpu_model(instance_type) if c is None else c.gpu_model
+
+    classes, _ = class_inputs(runs, group_by=group_by, figures=figures, gpu_models=gpu_models)
     return plan_classes(
         classes,
         deadline_slack=deadline_slack,

@@ -101,7 +101,7 @@ def plan_rows(
     as_of: date,
     deadline_slack: float,
 ) -> list[dict[str, Any]]:
-    """`gpu_plan` rows, one per class (columns named: sql/schema/026_gpu_plan.sql)."""
+    """`gpu_plan` rows, one per class (columns named: sql/schema/026_gpu_plan.sql, 027_gpu_plan_speedup.sql)."""
     rows = []
     for p in plans:
         cls = classes[p.job_class]
@@ -139,6 +139,18 @@ def plan_rows(
                 "deadline_slack": deadline_slack,
                 "reason": p.reason,
                 "frontier": json.dumps([_option(o) for o in p.frontier]),
+                "speedup": None if p.speedup is None else p.speedup.value,
+                "speedup_low": None if p.speedup is None else p.speedup.low,
+                "speedup_high": None if p.speedup is None else p.speedup.high,
+                "speedup_source": None if p.speedup is None else p.speedup.source,
+                "speedup_note": None if p.speedup is None else p.speedup.note,
+                "break_even_speedup": p.break_even_speedup,
+                "monthly_savings_low_usd": _money(p.monthly_savings_low_usd),
+                "monthly_savings_high_usd": _money(p.monthly_savings_high_usd),
+                "benchmark_first": p.benchmark_first,
+                "counted": p.counted,
+                "gpu_window_min": None if p.gpu_window is None else p.gpu_window[0],
+                "gpu_window_max": None if p.gpu_window is None else p.gpu_window[1],
             }
         )
     return rows
@@ -160,7 +172,8 @@ def recommendations(
                 kind="gpu_choice",
                 scope=p.job_class,
                 action=(
-                    f"Run {p.job_class} on {rec.instance_count} x {rec.candidate.instance_type} "
+                    ("Benchmark first: " if p.benchmark_first else "")
+                    + f"Run {p.job_class} on {rec.instance_count} x {rec.candidate.instance_type} "
                     f"({rec.gpus} x {rec.candidate.gpu_model}) instead of {cur.instance_count} x "
                     f"{cur.candidate.instance_type}: {rec.hours_per_run / cur.hours_per_run:.2f} x the hours, "
                     f"${rec.cost_per_run_usd:,.2f} a run instead of ${cur.cost_per_run_usd:,.2f}"
@@ -171,8 +184,19 @@ def recommendations(
                 estimated_monthly_savings_amount=_money(p.monthly_savings_usd),
                 estimated_savings_percentage=100 * p.monthly_savings_usd / current if current else None,
                 risk=(
-                    f"hours scaled by a {p.scaling.basis} {p.scaling.bound}-bound model; "
-                    "a slower run than modelled delays the class's results"
+                    f"hours scaled by a {p.scaling.basis} {p.scaling.bound}-bound model"
+                    + (
+                        ""
+                        if p.speedup is None
+                        else f" and a {p.speedup.source} speed-up of {p.speedup.value:.2f} "
+                        f"({p.speedup.low:.2f}-{p.speedup.high:.2f}; break-even {p.break_even_speedup:.2f})"
+                    )
+                    + "; a slower run than modelled delays the class's results"
+                    + (
+                        "; the saving changes sign within the speed-up's range: benchmark before moving"
+                        if p.benchmark_first
+                        else ""
+                    )
                 ),
                 assumptions=json.dumps(
                     {
@@ -186,6 +210,11 @@ def recommendations(
                             "note": p.scaling.note,
                         },
                         "purchase": p.purchase,
+                        "speedup": None
+                        if p.speedup is None
+                        else {**p.speedup.to_json(), "note": p.speedup.note},
+                        "break_even_speedup": p.break_even_speedup,
+                        "benchmark_first": p.benchmark_first,
                     }
                 ),
                 detail=json.dumps({**p.to_json(), "frontier": [_option(o) for o in p.frontier]}),
@@ -219,7 +248,9 @@ def recommend_gpus(
     return {
         "classes": len(plans),
         "moves": len(recs),
-        "estimated_monthly_savings_amount": round(sum(p.monthly_savings_usd for p in plans), 2),
+        # Counted moves only: a benchmark-first move is listed, its saving not added.
+        "estimated_monthly_savings_amount": round(sum(p.monthly_savings_usd for p in plans if p.counted), 2),
+        "benchmark_first": sum(p.benchmark_first for p in plans),
         "deadline_slack": deadline_slack,
         "skipped": skipped,
     }
