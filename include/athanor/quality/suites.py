@@ -379,6 +379,14 @@ def telemetry_rules() -> tuple[Rule, ...]:
             WARN,
             "samples of GPUs and instants another file loaded before (this delivery's replace them)",
         ),
+        _sql_rule(
+            "telemetry_restatement_collapsed",
+            None,
+            ERROR,
+            "a delivery keeping less than restatement_min_share of the samples it replaces for a "
+            "GPU (held in quarantine until released)",
+            "GPU",
+        ),
     )
 
 
