@@ -421,16 +421,27 @@ def publish(run: RunContext) -> dict:
             # snapshot holds it, and the warehouse is not left newer than its snapshot.
             record_stage(run, "publish", started, _now(), "success", published, con=con)
 
-        paths = build_report(
-            con,
-            as_of,
-            run.settings.reports,
-            run.run_id,
-            snapshot=snapshot,
-            warehouse=run.settings.warehouse,
-            before_snapshot=record,
-            snapshot_ahead=run.snapshot_ahead,
-        )
+        try:
+            paths = build_report(
+                con,
+                as_of,
+                run.settings.reports,
+                run.run_id,
+                snapshot=snapshot,
+                warehouse=run.settings.warehouse,
+                before_snapshot=record,
+                snapshot_ahead=run.snapshot_ahead,
+            )
+        except Exception as exc:
+            # The 'success' row may be in already (written for the snapshot to hold): put the
+            # failure in its place now, on this connection, while the staged files just removed
+            # have given back their space. run_stage records it too, if it still can.
+            try:
+                failure = {"error": _without_secrets(str(exc), run.settings)}
+                record_stage(run, "publish", started, _now(), "failed", failure, con=con)
+            except Exception as also:  # noqa: BLE001 - the publish error is the one to raise
+                logger.error("publish: could not record the failure in pipeline_runs: %s", also)
+            raise
     finally:
         con.close()
     logger.info(
@@ -711,8 +722,9 @@ def run_stage(
             failure = {"error": error, **getattr(exc, "summary", {})}
             try:
                 record_stage(run, name, started, finished, "failed", failure)
-            except Exception:  # noqa: BLE001  # the stage's own error is the one to report
-                logger.exception("%s: could not record the failure in pipeline_runs", name)
+            except Exception as also:  # noqa: BLE001  # the stage's own error is the one to report
+                # One line: a traceback here (a full disk) would bury the stage's own error.
+                logger.error("%s: could not record the failure in pipeline_runs: %s", name, also)
         raise
     finished = _now()
     if part == "plan":

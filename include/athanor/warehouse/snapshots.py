@@ -603,10 +603,14 @@ def _write_small_file(
         con.execute("commit")
         con.execute(f"checkpoint {_STAGED}")
     except BaseException:
-        con.execute("rollback")
+        # A full disk can end the transaction itself: "cannot rollback - no transaction is
+        # active" must not take the place of "No space left on device".
+        with contextlib.suppress(duckdb.Error):
+            con.execute("rollback")
+        with contextlib.suppress(duckdb.Error):
+            con.execute(f"detach {_STAGED}")
         raise
-    finally:
-        con.execute(f"detach {_STAGED}")
+    con.execute(f"detach {_STAGED}")
     # The file is renamed alone: everything must be in it, not in a log beside it.
     if staged.path.with_name(staged.path.name + ".wal").exists():
         raise RuntimeError(f"snapshot: {staged.path} kept a write-ahead log after its checkpoint")
