@@ -183,21 +183,20 @@ def _cmd_commit_plan(args: argparse.Namespace, settings: Settings) -> int:
 def _cmd_gpu_plan(args: argparse.Namespace, settings: Settings) -> int:
     """Which GPU type and how many per workload class, from job logs or the warehouse's job_runs."""
     from athanor.recommend import gpu_choice, gpu_plan
-    from athanor.warehouse import connect
 
     if args.jobs:
         runs, notes = gpu_plan.runs_from_files([Path(p) for p in args.jobs])
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
     else:
-        path = Path(args.warehouse) if args.warehouse else settings.warehouse
+        path, snapshot = _analyst_source(args, settings)
         if not path.exists():
             print(
                 f"error: no warehouse at {path} (give job-log files, or run `athanor ingest`)",
                 file=sys.stderr,
             )
             return 1
-        with connect(path, read_only=True, memory_limit=settings.duckdb_memory_limit) as con:
+        with _analyst_reading(path, snapshot, settings) as con:
             runs = gpu_plan.read_job_runs(con)
     plans = gpu_choice.plan(
         runs,
@@ -231,9 +230,8 @@ def _cmd_gpu_catalog(args: argparse.Namespace, settings: Settings) -> int:
 def _cmd_gpu_usage(args: argparse.Namespace, settings: Settings) -> int:
     """Busy, idle and unobserved GPU-hours and the cost of idle ones, from every sample in the warehouse."""
     from athanor.recommend import gpu_usage
-    from athanor.warehouse import connect
 
-    path = Path(args.warehouse) if args.warehouse else settings.warehouse
+    path, snapshot = _analyst_source(args, settings)
     if not path.exists():
         print(f"error: no warehouse at {path} (load GPU telemetry with `athanor ingest`)", file=sys.stderr)
         return 1
@@ -242,7 +240,7 @@ def _cmd_gpu_usage(args: argparse.Namespace, settings: Settings) -> int:
         settings.idle_minutes if args.idle_minutes is None else args.idle_minutes,
         settings.gpu_sample_cap_minutes,
     )
-    with connect(path, read_only=True, memory_limit=settings.duckdb_memory_limit) as con:
+    with _analyst_reading(path, snapshot, settings) as con:
         span = gpu_usage.sample_span(con)
         # No sample: an empty window, so the figures are zeros with the same shape.
         rows = gpu_usage.hourly(con, *(span or gpu_usage.NO_WINDOW), rule)
@@ -414,12 +412,27 @@ def _cmd_quarantine(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _watch_warehouse(args: argparse.Namespace, settings: Settings):
-    from athanor.warehouse import connect
-
-    path = Path(args.warehouse) if args.warehouse else settings.warehouse
+    path, snapshot = _analyst_source(args, settings)
     if not path.exists():
         raise FileNotFoundError(errno.ENOENT, "no warehouse (run `athanor ingest` first)", str(path))
-    return connect(path, read_only=True, memory_limit=settings.duckdb_memory_limit)
+    return _analyst_reading(path, snapshot, settings)
+
+
+def _analyst_source(args: argparse.Namespace, settings: Settings) -> tuple[Path, bool]:
+    """The published snapshot unless `--live` or `--warehouse FILE` (as `athanor query` reads):
+    a run holding the warehouse never stops an analyst's command."""
+    from athanor.warehouse.readonly import analyst_source
+
+    path, snapshot, note = analyst_source(settings, args.warehouse, args.live)
+    if note:
+        print(f"note: {note}", file=sys.stderr)
+    return path, snapshot
+
+
+def _analyst_reading(path: Path, snapshot: bool, settings: Settings):
+    from athanor.warehouse.readonly import reading
+
+    return reading(path, snapshot=snapshot, settings=settings)
 
 
 def _cmd_anomalies(args: argparse.Namespace, settings: Settings) -> int:
@@ -554,6 +567,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("gpu-plan", help="which GPU type and how many each workload class should run on")
     p.add_argument("jobs", nargs="*", help="job-log files or folders (default: job_runs in the warehouse)")
     p.add_argument("--warehouse", help="DuckDB file to read job_runs from (read-only)")
+    p.add_argument("--live", action="store_true", help=LIVE_HELP)
     p.add_argument(
         "--deadline-slack", type=float, default=1.5, help="a run may take this many times its current hours"
     )
@@ -570,6 +584,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--warehouse", help="DuckDB file to read gpu_samples, billing and job runs from (read-only)"
     )
+    p.add_argument("--live", action="store_true", help=LIVE_HELP)
     p.add_argument(
         "--idle-below", type=float, help="idle below this %% utilisation (ATHANOR_IDLE_BELOW_PCT, 5)"
     )
@@ -617,7 +632,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_quarantine)
 
     p = sub.add_parser("anomalies", help="daily cost anomalies per service, account and team")
-    p.add_argument("--warehouse", help="DuckDB file (read-only; default: $ATHANOR_WAREHOUSE)")
+    p.add_argument("--warehouse", help="DuckDB file (read-only; default: the published snapshot)")
+    p.add_argument("--live", action="store_true", help=LIVE_HELP)
     p.add_argument(
         "--since", help="first day judged, YYYY-MM-DD (default: the last ATHANOR_ANOMALY_LOOKBACK_DAYS)"
     )
@@ -625,7 +641,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_anomalies)
 
     p = sub.add_parser("forecast", help="spend forecast per team and in total, with its backtest")
-    p.add_argument("--warehouse", help="DuckDB file (read-only; default: $ATHANOR_WAREHOUSE)")
+    p.add_argument("--warehouse", help="DuckDB file (read-only; default: the published snapshot)")
+    p.add_argument("--live", action="store_true", help=LIVE_HELP)
     p.add_argument(
         "--horizon-days", type=int, help="days ahead (default: $ATHANOR_FORECAST_HORIZON_DAYS, 90)"
     )
@@ -642,6 +659,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+LIVE_HELP = "read the warehouse itself (read-only), not the snapshot the last run published"
 DEBUG_HELP = "on failure, print the traceback as well as the one-line error"
 VERBOSE_HELP = "log each step to stderr as it happens: what it read, loaded, skipped, rejected and wrote"
 

@@ -27,11 +27,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
 from athanor.warehouse.snapshots import manifest_files, open_snapshot
+
+if TYPE_CHECKING:
+    from athanor.settings import Settings
 
 # The statement kinds `athanor query` runs. SELECT covers WITH, FROM-first queries, VALUES,
 # TABLE, DESCRIBE, SHOW and SUMMARIZE; PRAGMA and CALL the catalog functions
@@ -227,3 +232,47 @@ def _time_limit(con: duckdb.DuckDBPyConnection, timeout_s: float | None) -> Iter
 
 def _first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def analyst_source(settings: Settings, warehouse: str | None, live: bool) -> tuple[Path, bool, str | None]:
+    """Which file an analyst's command reads: (path, is it the snapshot, a note for stderr).
+
+    The published snapshot, as `athanor query` reads, so a command never meets the nightly
+    run's writer; `--live`, `--warehouse FILE`, or no snapshot published yet: the warehouse
+    file itself, read-only. The note says when the snapshot is older than the warehouse.
+    """
+    live_path = Path(warehouse) if warehouse else settings.warehouse
+    snapshot = not (warehouse or live) and settings.snapshot.exists()
+    path = settings.snapshot if snapshot else live_path
+    note = None
+    if snapshot and live_path.exists() and live_path.stat().st_mtime_ns > path.stat().st_mtime_ns:
+        published = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+        note = (
+            f"reading the snapshot published {published:%Y-%m-%d %H:%M} UTC; the warehouse "
+            "has changed since (`--live` reads it)"
+        )
+    return path, snapshot, note
+
+
+@contextmanager
+def reading(path: Path, *, snapshot: bool, settings: Settings) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-only connection for Athanor's own analyses (forecast, anomalies, gpu-usage,
+    gpu-plan): the snapshot, or the live file as `connect(read_only=True)` opens it.
+
+    Not locked down like `open_readonly`: these run the project's SQL, not an analyst's.
+    """
+    from athanor.warehouse import lake
+    from athanor.warehouse.connection import configure, connect
+
+    if not snapshot:
+        with connect(path, read_only=True, memory_limit=settings.duckdb_memory_limit) as con:
+            yield con
+        return
+    con = open_snapshot(path)
+    try:
+        configure(con, memory_limit=settings.duckdb_memory_limit, threads=settings.duckdb_threads)
+        # The lake mode: the fact tables as the snapshot ids the published run read.
+        lake.attach_for_query(con, settings, None, published=True)
+        yield con
+    finally:
+        con.close()
