@@ -14,16 +14,33 @@ import sys
 import traceback
 from collections.abc import Iterator, Sequence
 from datetime import UTC, date, datetime
-from decimal import Decimal
+from decimal import Context, Decimal
 from pathlib import Path
 
 from athanor.errors import DataRejected
 from athanor.settings import Settings
 
 
+def decimal_text(value: Decimal) -> str:
+    """A DECIMAL as it prints: exact, without the zeros its scale pads with past the cents.
+
+    Money is DECIMAL(38,12) in the warehouse, so `sum(EffectiveCost)` would print
+    34.220000000000; rounding to cents instead would make the printed lines no longer add up
+    to the printed total, so nothing is dropped but zeros: 34.22, 0.000123, -2.00.
+    """
+    if not value.is_finite():
+        return str(value)
+    exact = Context(prec=80)  # beyond DECIMAL(38,x): the default 28 digits would round
+    scale = -value.as_tuple().exponent
+    trimmed = value.normalize(exact)
+    if -trimmed.as_tuple().exponent < min(scale, 2):
+        trimmed = value.quantize(Decimal(1).scaleb(-min(scale, 2)), context=exact)
+    return format(trimmed, "f")
+
+
 def _json_default(value: object) -> object:
     if isinstance(value, Decimal):
-        return str(value)
+        return decimal_text(value)
     if isinstance(value, datetime | date):
         return value.isoformat()
     return str(value)
@@ -42,16 +59,25 @@ def format_rows(
     if fmt == "csv":
         from athanor.publish.artifacts import neutralise as formula_safe
 
-        cell = formula_safe if neutralise else (lambda v: v)
+        safe = formula_safe if neutralise else (lambda v: v)
+
+        def cell(v: object) -> object:
+            # A number is no formula, whatever its sign: only text cells are neutralised.
+            return decimal_text(v) if isinstance(v, Decimal) else safe(v)
+
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
-        writer.writerow([cell(c) for c in columns])
+        writer.writerow([safe(c) for c in columns])
         writer.writerows(["" if v is None else cell(v) for v in r] for r in rows)
         return out.getvalue().rstrip("\n")
     from tabulate import tabulate
 
-    # Values are shown as the warehouse returns them: no number re-formatting by tabulate.
-    cells = [[("" if v is None else str(v)) for v in r] for r in rows]
+    # Values are shown as the warehouse returns them, DECIMALs without their padding zeros:
+    # no number re-formatting by tabulate.
+    cells = [
+        [("" if v is None else decimal_text(v) if isinstance(v, Decimal) else str(v)) for v in r]
+        for r in rows
+    ]
     table = tabulate(cells, headers=list(columns), tablefmt="simple", disable_numparse=True)
     return f"{table}\n({len(rows)} row{'s' if len(rows) != 1 else ''})"
 

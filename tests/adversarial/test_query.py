@@ -287,7 +287,7 @@ def test_reads_run_on_the_snapshot_and_on_the_live_file(
     # The GCP fixture: charges 23.47 + 1.25 + 10 + 6.50 + 2 (tax) and credits -2, -7: seven rows, 34.22.
     total = "select count(*) as n, sum(BilledCost) as billed from focus_charges"
     assert main(["query", total, "--format", "csv", *where]) == 0
-    assert capsys.readouterr().out == "n,billed\n7,34.220000000000\n"
+    assert capsys.readouterr().out == "n,billed\n7,34.22\n"
     assert (
         main(
             ["query", "with t as (from focus_charges) select count(*) as n from t", "--format", "csv", *where]

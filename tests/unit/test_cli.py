@@ -132,9 +132,15 @@ def test_query_as_table_csv_and_json(loaded: Path, capsys) -> None:
     )
     assert main(["query", censored, "--format", "csv"]) == 0
     assert capsys.readouterr().out == "job_id,state\nj-0002,preempted\nj-0004,running\nj-0005,cancelled\n"
-    # Money is DECIMAL(38,12): JSON carries it as a string, exactly.
+    # Money is DECIMAL(38,12): JSON carries it as a string, exactly, without the padding zeros
+    # past the cents (issue 30: it printed 34.220000000000), and so do the table and CSV.
     assert main(["query", "select sum(billed_cost) as usd from billing_facts", "--format", "json"]) == 0
-    assert json.loads(capsys.readouterr().out) == [{"usd": "34.220000000000"}]
+    assert json.loads(capsys.readouterr().out) == [{"usd": "34.22"}]
+    money = "select sum(billed_cost) as usd, min(billed_cost) as least, 0.000123::decimal(38,12) as tiny from billing_facts"
+    assert main(["query", money, "--format", "csv"]) == 0
+    assert capsys.readouterr().out == "usd,least,tiny\n34.22,-7.00,0.000123\n"
+    assert main(["query", money]) == 0
+    assert capsys.readouterr().out.splitlines()[2].split() == ["34.22", "-7.00", "0.000123"]
 
 
 def test_query_errors_are_one_line(home: Path, loaded: Path, capsys) -> None:

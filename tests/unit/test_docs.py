@@ -87,3 +87,15 @@ def test_example_answers_match_hand_computed_values(small) -> None:
     assert ri[0] == "ri-1" and float(ri[5]) == pytest.approx(0.75)  # 600 / (600 + 200)
     top = _rows(small, "Top checkpoint prefixes by size")
     assert [(p, gb, nc) for _, p, _, gb, nc, _ in top[:2]] == [("runs/a", 80.0, 40.0), ("runs/b", 60.0, 0.0)]
+
+
+def test_the_docs_send_no_one_to_a_duckdb_cli_the_project_does_not_install() -> None:
+    # PyPI's duckdb-cli stops at 1.5.6 and the warehouse is written by DuckDB 2.0.1: no CLI is
+    # installed, so `athanor query` is the command line the README and warehouse.md name.
+    root = SCHEMA_DIR.parents[1]
+    lock = (root / "requirements.lock").read_text().lower()
+    assert "duckdb-cli" not in lock and "duckdb_cli" not in lock
+    for doc in (root / "README.md", DOC_PATH):
+        text = doc.read_text(encoding="utf-8")
+        assert "duckdb -readonly" not in text, doc.name
+    assert "`athanor query` is the project's SQL command line" in (root / "README.md").read_text()
