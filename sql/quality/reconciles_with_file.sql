@@ -27,7 +27,8 @@ row_mismatch as (
             || coalesce(l.line_count, 0) || ' rows' as value
     from file_rows as f
     full join loaded_rows as l using (source_file)
-    where f.line_count is distinct from l.line_count
+    -- A header-only file has figures (0 rows) and no loaded rows: that matches.
+    where f.line_count is distinct from coalesce(l.line_count, 0)
 ),
 
 money_mismatch as (

@@ -180,8 +180,13 @@ def test_empty_file(wh, tmp_path):
 
 
 def test_header_only(wh, tmp_path):
+    # An empty day is a normal delivery: nothing to load, nothing written (issue 30).
     file = write_csv(tmp_path / "focus.csv", [])
-    assert rejected(wh, [file]) == "focus.csv: no data rows (header only)"
+    before = state(wh)
+    result = ingest_billing(wh, [file])
+    assert (result.status, result.rows) == ("empty", 0)
+    assert result.summary() == "focus.csv: focus, no rows (header only): nothing to load"
+    assert state(wh) == before
 
 
 def test_truncated_gzip(wh, tmp_path):

@@ -24,21 +24,22 @@ parallel.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import time
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec
 
 import duckdb
 
-from athanor.ingest import sniff, sources
+from athanor.ingest import csvtext, sniff, sources
 from athanor.ingest.daily import refresh_billing_daily
 from athanor.ingest.errors import IngestError
 from athanor.ingest.sniff import DEFAULT_LIMITS, InputLimits
@@ -70,13 +71,16 @@ __all__ = [
     "record_failure",
 ]
 
+P = ParamSpec("P")
+
 
 @dataclass(frozen=True)
 class LoadResult:
     load_id: str
     files: tuple[str, ...]
     source_format: str
-    status: str  # loaded | unchanged | waiting (a multi-part delivery with parts still missing)
+    # loaded | unchanged | waiting (a multi-part delivery with parts still missing) | empty (no rows)
+    status: str
     rows: int
     billed_cost: dict[str, Decimal] = field(default_factory=dict)  # per currency, never summed across
     billing_periods: tuple[str, ...] = ()
@@ -88,6 +92,8 @@ class LoadResult:
         name = shown_all(self.files)
         if self.status == "unchanged":
             return f"{name}: unchanged since load {self.load_id}, skipped"
+        if self.status == "empty":
+            return f"{name}: {self.source_format}, no rows (header only): nothing to load"
         if self.status == "waiting":
             parts = shown_all(self.missing[:3]) + (", ..." if len(self.missing) > 3 else "")
             return f"{name}: waiting for parts ({len(self.missing)} missing: {parts}), skipped"
@@ -138,6 +144,8 @@ def _reader(path: Path, kind: str, *, row_numbers: bool = False, types: dict[str
     `types`: CSV columns the reader parses itself (raw name -> DuckDB type) instead of text.
     """
     where = _literal(str(path))
+    if kind.startswith("csv") and (copy := csvtext.lf_copy(path)) is not None:
+        where, kind = _literal(str(copy)), "csv"  # mixed CRLF / LF line endings: see csvtext
     if kind == "parquet":
         return f"read_parquet({where}, file_row_number = true)" if row_numbers else f"read_parquet({where})"
     compression = "gzip" if kind.endswith(".gz") else "none"
@@ -177,7 +185,9 @@ def _unreadable(path: Path, exc: BaseException) -> IngestError:
 def _first_line(exc: BaseException, path: Path | None = None) -> str:
     line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     # DuckDB names the file by its full local path; the message names it once, by its name.
-    return line.replace(str(path), path.name) if path is not None else line
+    for read in [path, *csvtext.copies_of(path)] if path is not None else []:
+        line = line.replace(str(read), path.name)
+    return line
 
 
 def detect_format(
@@ -592,11 +602,33 @@ def _stage_file(
             figures = totals.result()
         except _READ_ERRORS as exc:
             raise _unreadable(path, exc) from None
-    if figures.rows == 0:
-        raise IngestError(path.name, "no data rows (header only)")
+    # A header-only file is a normal delivery (an empty day of an Azure EA export): it adds
+    # nothing, and the delivery's other files still load (`ingest_billing` says so).
     return figures
 
 
+class _NothingToLoad(Exception):  # noqa: N818 - not an error: the delivery holds no rows
+    """Every file of a delivery is a header without rows: its load rolls back, said as `result`."""
+
+    def __init__(self, result: LoadResult) -> None:
+        super().__init__(result.summary())
+        self.result = result
+
+
+def _empty_loads_nothing(load: Callable[P, LoadResult]) -> Callable[P, LoadResult]:
+    """`load`, except that a delivery of header-only files loads nothing: status 'empty'."""
+
+    @functools.wraps(load)
+    def loading(*args: P.args, **kwargs: P.kwargs) -> LoadResult:
+        try:
+            return load(*args, **kwargs)
+        except _NothingToLoad as empty:
+            return empty.result
+
+    return loading
+
+
+@_empty_loads_nothing
 def ingest_billing(
     con: duckdb.DuckDBPyConnection,
     files: list[Path],
@@ -654,6 +686,8 @@ def ingest_billing(
     with transaction(con):
         with any_insertion_order(con):
             file_totals = {file.name: _stage_file(con, file, fmt, params, limits) for file in files}
+        if not any(totals.rows for totals in file_totals.values()):
+            raise _NothingToLoad(LoadResult(load_id, names, fmt.name, "empty", 0))
         landed = _landed(con, load_id, fmt)
         for file in files:
             if any(group.bad_periods for group in landed if group.file == file.name):

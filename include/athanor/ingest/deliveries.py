@@ -90,17 +90,43 @@ def classify(con: duckdb.DuckDBPyConnection, file: Path, limits: InputLimits = D
         fmt = sources.detect(list(read_columns(con, file, limits)))
     except BrokenFile:
         raise
-    except IngestError:
+    except IngestError as exc:
         fmt = None  # not a table DuckDB reads: maybe a job log
+        _unparsed_export(file, header, exc)
     if fmt is not None:
         sniff.check_unique(file, header)
         return f"billing:{fmt.name}"
+    _unparsed_export(file, header, None)
     try:
         job_log_format(data, file.name)
     except ValueError:
         return "unknown"
     sniff.check_unique(file, header)
     return "jobs"
+
+
+def _unparsed_export(file: Path, header: list[str] | None, exc: IngestError | None) -> None:
+    """Raise why DuckDB did not read as a table a CSV whose header names a billing format.
+
+    DuckDB's sniffer either fails ('unreadable') or, finding no delimiter that splits every
+    row alike, reads each line as one column: either way the format went unrecognised,
+    although the header carries its columns. The first line that does not match the header
+    is what to fix.
+    """
+    if not header or len(header) < 2 or file.suffix == ".json":
+        return
+    fmt = sources.detect(header)
+    if fmt is None:
+        return
+    from athanor.ingest import csvtext
+
+    where = csvtext.field_count_problem(file, header)
+    said = f" ({exc.rule})" if exc is not None else ""
+    raise IngestError(
+        file.name,
+        f"a {fmt.name} export by its header, but DuckDB could not parse it as CSV{said}: "
+        + (where or "every line has the header's number of fields; check the quoting"),
+    )
 
 
 def _not_recognised(file: Path) -> IngestError:

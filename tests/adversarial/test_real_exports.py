@@ -1,0 +1,89 @@
+"""Real exports that stopped the night or were misnamed (issue 30, "Real exports").
+
+An empty day is a normal delivery; line endings that mix CRLF and LF are read; a CSV DuckDB
+cannot parse, although its header names a known format, is refused naming the line; a GCP
+`credits` column in Python's repr names file, row, column and rule; header-less `sacct`
+output is recognised for what it is; an nvidia-smi capture takes its host from its folder
+or its name; `gpu-plan --format table` says why a type has no plan.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from athanor.ingest.billing import ingest_billing
+from athanor.ingest.deliveries import ingest_deliveries
+from athanor.settings import Settings
+from athanor.warehouse import connect
+from tests.unit.test_bad_inputs import good_rows, write_csv
+
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+# Its license (MIT, microsoft/finops-toolkit) and origin: ../shared/data/SOURCES.md.
+AZURE_EA_NO_ROWS = DATA / "billing" / "azure-ea-no-rows.csv"
+AZURE_EA_SAMPLE = DATA / "billing" / "azure-ea-actual-cost-sample.csv"
+
+
+def load(tmp_path: Path, *files: Path) -> tuple[list[str], list[str]]:
+    """One delivery of `files` through the night's loader: (summary lines, errors)."""
+    settings = Settings.from_env()
+    outcome = ingest_deliveries([("landing/one", list(files), False)], settings.warehouse, settings=settings)
+    return outcome.lines, outcome.errors
+
+
+@pytest.mark.realdata
+def test_a_header_only_azure_ea_export_is_nothing_to_load(home: Path) -> None:
+    lines, errors = load(home, AZURE_EA_NO_ROWS)
+    assert errors == []
+    assert lines == ["azure-ea-no-rows.csv: azure, no rows (header only): nothing to load"]
+    con = connect(Settings.from_env().warehouse)
+    try:
+        # Nothing written, not even a ledger row: the next delivery of the day is judged afresh.
+        assert con.execute("select count(*) from loads").fetchone() == (0,)
+        assert con.execute("select count(*) from billing_facts").fetchone() == (0,)
+    finally:
+        con.close()
+
+
+@pytest.mark.realdata
+def test_a_header_only_file_beside_a_full_one_does_not_hold_it_back(home: Path) -> None:
+    folder = home / "landing" / "ea"
+    folder.mkdir(parents=True)
+    files = [Path(shutil.copy(f, folder)) for f in (AZURE_EA_SAMPLE, AZURE_EA_NO_ROWS)]
+    lines, errors = load(home, *files)
+    assert errors == []
+    assert [line.split(" [")[0] for line in lines] == [
+        "azure-ea-actual-cost-sample.csv, azure-ea-no-rows.csv: azure, 11 rows, billed USD 8.55, periods 2023-09"
+    ]
+
+
+def test_mixed_crlf_and_lf_line_endings_are_read(home: Path, tmp_path: Path) -> None:
+    file = write_csv(tmp_path / "focus.csv", good_rows(4, "2.50"))
+    lines = file.read_bytes().split(b"\n")
+    # The header and the first row from a Windows tool, the rest as exported.
+    file.write_bytes(b"\r\n".join(lines[:2]) + b"\r\n" + b"\n".join(lines[2:]))
+    con = connect(tmp_path / "w.duckdb", memory_limit="1GB")
+    try:
+        result = ingest_billing(con, [file])
+        assert (result.status, result.rows, result.billed_cost) == ("loaded", 4, {"USD": 10})
+        rows = con.execute("select source_row, billed_cost from billing_facts order by 1").fetchall()
+    finally:
+        con.close()
+    assert rows == [(1, 2.5), (2, 2.5), (3, 2.5), (4, 2.5)]
+
+
+@pytest.mark.realdata
+def test_a_row_short_of_its_header_is_named_with_its_line(home: Path, tmp_path: Path) -> None:
+    # The real legacy CUR sample with one field more in its header than in its rows: DuckDB's
+    # sniffer finds no dialect and reads each line as one column.
+    text = (DATA / "billing" / "aws-cur-legacy-sample.csv").read_bytes().split(b"\n")
+    text[0] = text[0].rstrip(b"\r") + b",resourceTags/user:extra"
+    file = tmp_path / "cur.csv"
+    file.write_bytes(b"\n".join(text))
+    _lines, errors = load(home, file)
+    assert errors == [
+        "cur.csv: a cur_legacy export by its header, but DuckDB could not parse it as CSV: "
+        "line 2 has 94 fields, the header 95 (delimiter ',')"
+    ]
