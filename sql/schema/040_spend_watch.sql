@@ -87,7 +87,7 @@ comment on column spend_anomalies.alert_key is 'The key of its alert in spend_al
 
 comment on table spend_forecasts is 'The spend forecast (ETS, weekly seasonality) for the rest of the month and the next days (ATHANOR_FORECAST_HORIZON_DAYS, 90). Grain: one row per scope and day, and per scope and calendar month, per optimize run.';
 comment on column spend_forecasts.run_id is 'The optimize run that made it.';
-comment on column spend_forecasts.as_of is 'The last billed day the forecast starts after.';
+comment on column spend_forecasts.as_of is 'The day the run was for, as in every table: the forecast starts the day after, and the month to date (actual_cost) counts through it.';
 comment on column spend_forecasts.scope_kind is 'total | team.';
 comment on column spend_forecasts.scope_value is 'The team tag, or ''all'' for the total.';
 comment on column spend_forecasts.currency is 'Billing currency.';

@@ -434,3 +434,15 @@ comment on table schema_migrations is 'What the schema was built from. Grain: on
 comment on column schema_migrations.name is 'The definition: schema/<file> or reference/<table>.';
 comment on column schema_migrations.sha256 is 'SHA-256 of the text applied (and of the reference data file).';
 comment on column schema_migrations.applied_at is 'When it was last applied (UTC).';
+
+-- The latest_ views (050_latest_views.sql): their columns are those of their table (docs.py
+-- shows the table's meanings); the latest run is the newest as_of's run that finished last.
+comment on view latest_duration_fits is 'duration_fits of the latest run that fitted any (the newest as_of; of its runs, the one that finished last). Grain: one row per workload group.';
+comment on view latest_recommendations is 'recommendations of the latest run that made any (the newest as_of; of its runs, the one that finished last), as reports/latest shows them. Grain: one row per recommended action (kind, scope).';
+comment on view latest_backtests is 'backtests of the latest run that scored any (the newest as_of; of its runs, the one that finished last). Grain: one row per scenario, policy and scored month.';
+comment on view latest_gpu_plan is 'gpu_plan of the latest run that planned (the newest as_of; of its runs, the one that finished last). Grain: one row per workload class.';
+comment on view latest_spend_anomalies is 'spend_anomalies of the latest run that found any (the newest as_of; of its runs, the one that finished last). Grain: one row per scope, day and kind.';
+comment on view latest_spend_forecasts is 'spend_forecasts of the latest run that forecast (the newest as_of; of its runs, the one that finished last). Grain: one row per scope and day, and per scope and calendar month.';
+comment on view latest_spend_forecast_accuracy is 'spend_forecast_accuracy of the latest run that backtested the forecast (the newest as_of; of its runs, the one that finished last). Grain: one row per scope and horizon.';
+comment on view latest_budget_status is 'budget_status of the latest run that held budgets (the newest as_of; of its runs, the one that finished last). Grain: one row per budget and threshold.';
+comment on view latest_dq_results is 'dq_results of the run that checked a batch last (by checked_at): a night that loaded nothing leaves it on the night before. Grain: one row per rule per checked batch.';

@@ -185,3 +185,74 @@ def test_latest_recommendations_example_sorts_runs_by_time(warehouse, finished, 
                    timestamp '2026-11-30 10:05', 'success')"""
     )
     assert [row[2] for row in warehouse.execute(example.sql).fetchall()] == [f"from {expected}"]
+
+
+# Tables with a run_id that are not a run's outputs: ledgers, a cache, a training run's id, and
+# gpu_usage_hourly, whose hours belong to the last run that measured them (already the latest).
+NOT_PER_RUN = {"pipeline_runs", "duration_fit_cache", "lake_snapshots", "storage_objects", "gpu_usage_hourly"}
+
+
+def test_every_per_run_table_has_a_latest_view_and_as_of_is_the_runs_day() -> None:
+    from athanor.warehouse.docs import schema_catalog
+
+    relations = {r.name: r for r in schema_catalog()}
+    per_run = {
+        name
+        for name, r in relations.items()
+        if r.kind == "table" and "run_id" in {c.name for c in r.columns} and name not in NOT_PER_RUN
+    }
+    assert {"recommendations", "spend_forecasts", "budget_status", "gpu_plan", "dq_results"} <= per_run
+    assert sorted(t for t in per_run if f"latest_{t}" not in relations) == []
+    for table in per_run:
+        view = relations[f"latest_{table}"]
+        assert view.kind == "view" and view.same_as == table
+        assert [c.name for c in view.columns] == [c.name for c in relations[table].columns]
+    # as_of is the day the run was for in every table (spend_forecasts' once read otherwise).
+    meanings = {name: c.comment for name in per_run for c in relations[name].columns if c.name == "as_of"}
+    assert meanings and all(m.startswith("The day the run was for") for m in meanings.values()), meanings
+
+
+def _run(warehouse, run_id: str, day: str, finished: str) -> None:
+    warehouse.execute(
+        """insert into pipeline_runs (run_id, stage, as_of, started_at, finished_at, status)
+           values (?, 'watch_spend', ?, ?, ?, 'success')""",
+        [run_id, day, finished, finished],
+    )
+
+
+def test_latest_views_show_the_newest_days_last_run_only(warehouse) -> None:
+    # Three runs forecast: the night of the 30th (02:45), its manual re-run (09:10), and a
+    # backfill of the 29th that ran last of all (10:05). The latest is the re-run of the 30th.
+    for run_id, day, finished, cost in (
+        ("scheduled__2026-11-30", "2026-11-30", "2026-12-01 02:45", 100),
+        ("manual__2026-11-30", "2026-11-30", "2026-12-01 09:10", 110),
+        ("backfill__2026-11-29", "2026-11-29", "2026-12-01 10:05", 90),
+    ):
+        _run(warehouse, run_id, day, finished)
+        warehouse.execute(
+            """insert into spend_forecasts (run_id, as_of, scope_kind, scope_value, currency, period, day,
+                   cost, lower_cost, upper_cost, actual_cost)
+               values (?, ?, 'total', 'all', 'USD', 'day', date '2026-12-01', ?, 0, 0, 0)""",
+            [run_id, day, cost],
+        )
+    assert warehouse.execute("select run_id, cost from latest_spend_forecasts").fetchall() == [
+        ("manual__2026-11-30", Decimal("110.00"))
+    ]
+    # A table the re-run wrote nothing to stays on the run before that did.
+    warehouse.execute(
+        """insert into budget_status (run_id, as_of, budget, scope_kind, scope_value, currency, month, amount,
+               actual_cost, threshold_basis, threshold_pct, breached, alert_key)
+           values ('scheduled__2026-11-30', date '2026-11-30', 'fleet', 'total', 'all', 'USD',
+                   date '2026-11-01', 500000, 382000, 'actual', 80, false, 'k')"""
+    )
+    assert warehouse.execute("select run_id from latest_budget_status").fetchall() == [
+        ("scheduled__2026-11-30",)
+    ]
+    # Checks: the run that checked a batch last, whatever day it was for.
+    for run_id, at in (("night", "2026-12-01 02:40"), ("backfill", "2026-12-01 10:00")):
+        warehouse.execute(
+            """insert into dq_results (run_id, suite, table_name, rule, severity, success, checked_at)
+               values (?, 'billing_facts', 'delivery', 'not_null', 'error', true, ?)""",
+            [run_id, at],
+        )
+    assert warehouse.execute("select run_id from latest_dq_results").fetchall() == [("backfill",)]

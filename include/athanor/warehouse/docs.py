@@ -33,6 +33,7 @@ class Relation:
     kind: str  # table | view
     comment: str | None
     columns: tuple[Column, ...]
+    same_as: str | None = None  # a latest_<table> view: the columns of <table>, meanings and all
 
 
 @dataclass(frozen=True)
@@ -106,17 +107,8 @@ order by gpu_hours desc""",
     ),
     Example(
         "The latest recommendations, biggest saving first",
-        # The newest day's last run by the time it ran: run ids sort as text, not by time
-        # ('scheduled__...' after 'manual__...' whatever their dates).
-        """with runs as (
-    select r.run_id, max(r.as_of) as as_of, max(p.finished_at) as finished_at
-    from recommendations as r
-    left join pipeline_runs as p using (run_id)
-    group by r.run_id
-)
-select kind, scope, action, estimated_monthly_savings_amount, risk
-from recommendations
-where run_id = (select run_id from runs order by as_of desc, finished_at desc nulls last limit 1)
+        """select kind, scope, action, estimated_monthly_savings_amount, risk
+from latest_recommendations
 order by estimated_monthly_savings_amount desc nulls last""",
     ),
     Example(
@@ -146,7 +138,21 @@ def catalog(con: duckdb.DuckDBPyConnection) -> list[Relation]:
            order by table_name, column_index"""
     ).fetchall():
         columns.setdefault(table, []).append(Column(name, data_type, comment))
-    return [Relation(name, kind, comment, tuple(columns.get(name, []))) for name, kind, comment in relations]
+    # latest_<table> has <table>'s columns: their meanings are written once, on the table.
+    comments = {(t, c.name): c.comment for t, cols in columns.items() for c in cols}
+    out = []
+    for name, kind, comment in relations:
+        base = name.removeprefix(LATEST)
+        same_as = base if kind == "view" and name.startswith(LATEST) and base in columns else None
+        cols = tuple(
+            Column(c.name, c.data_type, c.comment or comments.get((same_as, c.name))) if same_as else c
+            for c in columns.get(name, [])
+        )
+        out.append(Relation(name, kind, comment, cols, same_as))
+    return out
+
+
+LATEST = "latest_"
 
 
 def schema_catalog() -> list[Relation]:
@@ -180,6 +186,19 @@ def render_markdown(relations: Sequence[Relation], examples: Sequence[Example] =
         "`EffectiveCost` / `effective_cost` is the amortised cost. The views `focus_charges` and",
         "`job_runs` are the stable interface: columns are added, never renamed.",
         "",
+        "**Per-run tables and their `latest_` views.** The outputs of the optimize run",
+        "(`recommendations`, `gpu_plan`, `duration_fits`, `backtests`, `spend_forecasts`,",
+        "`spend_forecast_accuracy`, `spend_anomalies`, `budget_status`) and the checks of every load",
+        "(`dq_results`) keep every run's rows under its `run_id`, so a drift shows; a query on the",
+        "table alone adds up every night. Each has a view `latest_<table>` with the rows of the latest",
+        "run only: the run for the newest `as_of` (the day the run was for, in every table), and of that",
+        "day's runs the one that finished last, as `reports/latest` chooses (`latest_dq_results`: the",
+        "run that checked a batch last). A run that wrote no row to a table leaves its view on the run",
+        "before. `gpu_usage_hourly` is of the other kind: one row per machine, GPU and hour, owned by",
+        "the last run that measured that hour (a run replaces the hours of its window), so it is",
+        "already the latest and has no such view; `spend_alerts`, `pipeline_runs`,",
+        "`duration_fit_cache` and `lake_snapshots` are ledgers.",
+        "",
         "## Contents",
         "",
     ]
@@ -189,6 +208,12 @@ def render_markdown(relations: Sequence[Relation], examples: Sequence[Example] =
     lines += ["- [Example queries](#example-queries)", ""]
     for r in relations:
         lines += [f"## {r.name}", "", f"*{r.kind}.* {r.comment or '(no comment in the catalog)'}", ""]
+        if r.same_as:
+            lines += [
+                f"Columns: those of [`{r.same_as}`](#{r.same_as}), the same names, types and meanings.",
+                "",
+            ]
+            continue
         lines += ["| column | type | meaning |", "|---|---|---|"]
         lines += [f"| `{c.name}` | {_cell(c.data_type)} | {_cell(c.comment)} |" for c in r.columns]
         lines.append("")
