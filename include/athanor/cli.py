@@ -9,6 +9,7 @@ import errno
 import io
 import json
 import logging
+import math
 import re
 import sys
 import traceback
@@ -18,7 +19,7 @@ from decimal import Context, Decimal
 from pathlib import Path
 
 from athanor.errors import DataRejected
-from athanor.settings import Settings
+from athanor.settings import MAX_FORECAST_HORIZON_DAYS, Settings
 
 
 def decimal_text(value: Decimal) -> str:
@@ -224,15 +225,16 @@ def _cmd_gpu_plan(args: argparse.Namespace, settings: Settings) -> int:
             return 1
         with _analyst_reading(path, snapshot, settings) as con:
             runs = gpu_plan.read_job_runs(con)
-    plans = gpu_choice.plan(
+    classes, notes = gpu_choice.class_inputs(
         runs,
-        deadline_slack=args.deadline_slack,
-        candidate_types=[t.strip() for t in args.candidates.split(",") if t.strip()]
-        if args.candidates
-        else None,
         group_by=[c.strip() for c in args.group_by.split(",") if c.strip()]
         if args.group_by
         else gpu_choice.DEFAULT_GROUP_BY,
+    )
+    for note in notes:  # runs left out (impossible values, unknown types) and classes not formed
+        print(f"note: {note}", file=sys.stderr)
+    plans = gpu_choice.plan_classes(
+        classes, deadline_slack=args.deadline_slack, candidate_types=args.candidates
     )
     if args.format == "json":
         print(json.dumps([p.to_json() for p in plans], indent=2, default=_json_default))
@@ -327,6 +329,8 @@ def _cmd_run(args: argparse.Namespace, settings: Settings) -> int:
 
     context = {"params": {"as_of": args.as_of, "source": args.source}, "run_id": args.run_id}
     stage_options = {"settings": settings, "s3_client": lambda: s3_client(settings)}
+    if args.dry_run:
+        return _dry_run(context, stage_options)
     results: dict[str, dict] = {}
     try:
         with holding_warehouse(settings) as held, contextlib.ExitStack() as later:
@@ -336,7 +340,8 @@ def _cmd_run(args: argparse.Namespace, settings: Settings) -> int:
                 results[stage.name] = run_stage(
                     stage.name, context, *inputs, held=held, snapshot_ahead=ahead, **stage_options
                 )
-                if stage.name == "load":
+                # With --verbose the log has said each delivery's line already, with its time.
+                if stage.name == "load" and not args.verbose:
                     for line in results["load"].get("loaded", []):
                         print(line)
                 if stage.name == "validate":
@@ -349,6 +354,25 @@ def _cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     mix, published = results["recommend_mix"], results["publish"]
     print(mix.get("explanation", ""))
     print(f"report: {published['report']}")
+    return 0
+
+
+def _dry_run(context: dict, stage_options: dict) -> int:
+    """`athanor run --dry-run`: the ingest DAG's stages with its `dry_run` param, and no more
+    (the optimize stages run on the asset event a dry run never emits)."""
+    from athanor.flow import run_stage, stages_of
+
+    context = {**context, "params": {**context["params"], "dry_run": True}}
+    results: dict[str, dict] = {}
+    for stage in stages_of("athanor_ingest"):
+        inputs = [results[name] for name in stage.inputs]
+        results[stage.name] = run_stage(stage.name, context, *inputs, **stage_options)
+    landed = results["load"]
+    for delivery in landed.get("deliveries", []):
+        print(f"would load {delivery['uri']}: {', '.join(delivery['files'])}")
+    for line in landed.get("waiting", []):
+        print(line)
+    print("dry run: nothing fetched, loaded or published")
     return 0
 
 
@@ -414,6 +438,21 @@ def _cmd_quarantine(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.action == "list":
         held = list_quarantine(settings.quarantine)
+        if args.format == "json":
+            # The whole reason (the table cuts it at 120 characters) and the files as a list.
+            records = [
+                {
+                    "quarantined_at": d.quarantined_at,
+                    "run_id": d.run_id,
+                    "delivery": d.delivery,
+                    "files": list(d.files),
+                    "reason": d.reason,
+                    "path": str(d.path),
+                }
+                for d in held
+            ]
+            print(json.dumps(records, indent=2))
+            return 0
         rows = [
             (d.quarantined_at, d.run_id, d.delivery, ", ".join(d.files), d.reason[:120], str(d.path))
             for d in held
@@ -542,6 +581,46 @@ def _cmd_forecast(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _deadline_slack(text: str) -> float:
+    """--deadline-slack: how many times its current hours a run may take (0.5: half). Zero or less
+    leaves no time at all, and nan or inf compares with nothing: every plan would be arbitrary."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r}: a finite number above 0 (1.5: half as long again)")
+    return value
+
+
+def _instance_types(text: str) -> list[str]:
+    """--candidates: GPU instance types the catalog knows (a typo would silently compare nothing)."""
+    from athanor.reference import gpus
+
+    types = [t.strip() for t in text.split(",") if t.strip()]
+    unknown = [t for t in types if gpus.gpu_instance(t) is None]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"not in the GPU catalog: {', '.join(unknown)} (`athanor gpu-catalog` lists the instance types)"
+        )
+    if not types:
+        raise argparse.ArgumentTypeError("no instance type named")
+    return types
+
+
+def _horizon_days(text: str) -> int:
+    """--horizon-days: 1 to MAX_FORECAST_HORIZON_DAYS (its time and memory grow with the horizon)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of days") from None
+    if not 1 <= value <= MAX_FORECAST_HORIZON_DAYS:
+        raise argparse.ArgumentTypeError(
+            f"{value}: a forecast reaches 1 to {MAX_FORECAST_HORIZON_DAYS} days ahead"
+        )
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="athanor", description="GPU cloud-bill analytics on DuckDB")
     parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
@@ -586,8 +665,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--on-demand-rate", type=float, required=True, help="$ per unit-hour on demand")
     p.add_argument("--commit-rate", type=float, required=True, help="effective $ per unit-hour committed")
     p.add_argument("--upfront-fraction", type=float, default=0.0, help="0 no upfront, 1 all upfront")
-    p.add_argument("--term-months", type=int, default=12)
-    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.add_argument(
+        "--term-months", type=int, default=12, help="commitment term in months, 12 or 36 (default: 12)"
+    )
+    p.add_argument("--format", choices=["table", "json"], default="table", help="output (default: table)")
     p.set_defaults(func=_cmd_commit_plan)
 
     p = sub.add_parser("gpu-plan", help="which GPU type and how many each workload class should run on")
@@ -595,9 +676,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warehouse", help="DuckDB file to read job_runs from (read-only)")
     p.add_argument("--live", action="store_true", help=LIVE_HELP)
     p.add_argument(
-        "--deadline-slack", type=float, default=1.5, help="a run may take this many times its current hours"
+        "--deadline-slack",
+        type=_deadline_slack,
+        default=1.5,
+        help="a run may take this many times its current hours (a finite number above 0)",
     )
-    p.add_argument("--candidates", help="comma-separated instance types to compare (any cloud)")
+    p.add_argument(
+        "--candidates",
+        type=_instance_types,
+        help="comma-separated instance types to compare (any cloud; `athanor gpu-catalog` lists them)",
+    )
     p.add_argument("--group-by", help="comma-separated job-run columns (default: team,project,model,phase)")
     p.add_argument("--format", choices=["table", "json"], default="table")
     p.set_defaults(func=_cmd_gpu_plan)
@@ -623,13 +711,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="write realistic demo exports (billing, job logs, inventory) to a folder")
     p.add_argument("--out", help="folder (default: $ATHANOR_LANDING, where `athanor run` looks)")
     p.add_argument("--as-of", help="delivery day (default: the demo's last day, 2026-11-30)")
-    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--seed", type=int, default=7, help="random seed of the demo fleet (default: 7)")
     p.set_defaults(func=_cmd_demo)
 
     p = sub.add_parser("run", help="run the whole nightly flow here, without Airflow")
     p.add_argument("--as-of", help="the day to run for (default: latest day in the warehouse)")
     p.add_argument("--source", help="folder or s3://bucket/prefix (default: $ATHANOR_LANDING)")
-    p.add_argument("--run-id", default=f"cli__{datetime.now():%Y%m%dT%H%M%S}")
+    p.add_argument(
+        "--run-id",
+        default=f"cli__{datetime.now():%Y%m%dT%H%M%S}",
+        help="id the run's rows carry in the warehouse (run_id) and quarantine (default: cli__<local time>)",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list what would load, as the ingest DAG's dry_run does: nothing fetched, written or published",
+    )
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser(
@@ -648,13 +745,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "lifecycle-restore", help="put back a bucket's lifecycle configuration saved by --apply"
     )
-    p.add_argument("bucket")
+    p.add_argument("bucket", help="the bucket whose lifecycle configuration to put back (a name, no s3://)")
     p.add_argument("previous", help="the lifecycle-previous-<bucket>.json written when applying")
     p.set_defaults(func=_cmd_lifecycle_restore)
 
     p = sub.add_parser("quarantine", help="list rejected deliveries, or release one to be loaded again")
     p.add_argument("action", choices=["list", "release"])
     p.add_argument("path", nargs="?", help="quarantine folder to release")
+    p.add_argument("--format", choices=["table", "json"], default="table", help="of `list` (default: table)")
     p.set_defaults(func=_cmd_quarantine)
 
     p = sub.add_parser("anomalies", help="daily cost anomalies per service, account and team")
@@ -670,7 +768,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warehouse", help="DuckDB file (read-only; default: the published snapshot)")
     p.add_argument("--live", action="store_true", help=LIVE_HELP)
     p.add_argument(
-        "--horizon-days", type=int, help="days ahead (default: $ATHANOR_FORECAST_HORIZON_DAYS, 90)"
+        "--horizon-days",
+        type=_horizon_days,
+        help=f"days ahead, 1 to {MAX_FORECAST_HORIZON_DAYS} (default: $ATHANOR_FORECAST_HORIZON_DAYS, 90)",
     )
     p.add_argument("--format", choices=["table", "json"], default="table")
     p.set_defaults(func=_cmd_forecast)

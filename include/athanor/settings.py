@@ -66,6 +66,11 @@ def pricing_value(name: str, value: object) -> float:
     return number
 
 
+# The farthest a spend forecast reaches: two years holds every budget and commitment term a plan
+# weighs; time and memory grow with it (36,500 days took 81 s and 2.7 GB).
+MAX_FORECAST_HORIZON_DAYS = 730
+
+
 @dataclass(frozen=True)
 class WatchSettings:
     """The spend watch's bounds (athanor.watch; README "Spend watch")."""
@@ -123,6 +128,10 @@ def _watch_settings(env: Mapping[str, str], home: Path) -> WatchSettings:
             # The whole numbers count days, weeks or months to read or compare: none is no watch.
             if isinstance(value, int) and value < 1:
                 raise ValueError(f"{variable} must be at least 1, got {env[variable]!r}")
+            if name == "forecast_horizon_days" and value > MAX_FORECAST_HORIZON_DAYS:
+                raise ValueError(
+                    f"{variable} must be at most {MAX_FORECAST_HORIZON_DAYS}, got {env[variable]!r}"
+                )
             values[name] = value
     return WatchSettings(**values)
 

@@ -654,6 +654,65 @@ def _catalog_gpu_model(instance_type: str) -> str | None:
     return None if inst is None else inst.gpu_model
 
 
+def _catalog_spec(instance_type: str) -> tuple[int, float | None] | None:
+    """(GPUs per instance, GiB per GPU) of a catalogued GPU instance type; None if not in the catalog."""
+    inst = catalog.gpu_instance(instance_type)
+    return None if inst is None else (inst.gpu_count, inst.gpu_memory_gib)
+
+
+# Examples named per reason: enough to find the rows, few enough for one line.
+_EXAMPLES = 3
+
+
+def plausible_runs(
+    runs: pd.DataFrame, spec: Callable[[str], tuple[int, float | None] | None] = _catalog_spec
+) -> tuple[pd.DataFrame, list[str]]:
+    """The runs a plan can rest on, and one note per reason others are left out.
+
+    A run on a type the catalog does not know cannot be priced or scaled; one on fewer than one
+    or more than its type's GPUs, or with a peak above its GPU's memory, is not what ran (a log's
+    unit or column slip): kept, it would size the class's memory or GPU count on an impossibility.
+    """
+    specs = {t: spec(str(t)) for t in runs["instance_type"].dropna().unique()}
+    count = runs["instance_type"].map(lambda t: None if specs.get(t) is None else specs[t][0])
+    memory = runs["instance_type"].map(lambda t: None if specs.get(t) is None else specs[t][1])
+    unknown = count.isna()
+    gpus = pd.to_numeric(runs["gpus_per_instance"], errors="coerce")
+    bad_gpus = ~unknown & ~((gpus >= 1) & (gpus <= count.astype("float64")))
+    peak = pd.to_numeric(runs["peak_gpu_memory_gib"], errors="coerce").astype("float64")
+    bad_peak = ~unknown & ~bad_gpus & peak.notna() & memory.notna() & (peak > memory.astype("float64"))
+    notes = []
+
+    def note(mask: pd.Series, why: str, example: Callable[[Any], str]) -> None:
+        if mask.any():
+            rows = runs[mask]
+            shown = "; ".join(example(r) for r in rows.head(_EXAMPLES).itertuples(index=False))
+            more = f"; and {len(rows) - _EXAMPLES} more" if len(rows) > _EXAMPLES else ""
+            notes.append(
+                f"{len(rows)} run{'s' if len(rows) != 1 else ''} {why}, left out of the plan: {shown}{more}"
+            )
+
+    note(
+        unknown,
+        "on instance types not in the GPU catalog (`athanor gpu-catalog` lists it)",
+        lambda r: f"{r.job_id} on {r.instance_type}",
+    )
+    note(
+        bad_gpus,
+        "with gpus_per_instance outside 1 to its type's GPUs",
+        lambda r: f"{r.job_id}: {r.gpus_per_instance} on {r.instance_type} ({specs[r.instance_type][0]})",
+    )
+    note(
+        bad_peak,
+        "with a peak GPU memory above its GPU's",
+        lambda r: (
+            f"{r.job_id}: {float(r.peak_gpu_memory_gib):,g} GiB on {r.instance_type} "
+            f"({specs[r.instance_type][1]:g} GiB per GPU)"
+        ),
+    )
+    return runs[~(unknown | bad_gpus | bad_peak)], notes
+
+
 def _num(value: Any) -> float | None:
     try:
         v = float(value)
@@ -669,12 +728,15 @@ def class_inputs(
     bound: str | None = None,
     figures: Callable[[str], tuple[float | None, float | None]] = _catalog_figures,
     gpu_models: Callable[[str], str | None] = _catalog_gpu_model,
+    spec: Callable[[str], tuple[int, float | None] | None] = _catalog_spec,
 ) -> tuple[list[ClassInput], list[str]]:
     """Workload classes from job runs (the ``job_runs`` columns, the optional ones where present).
 
     ``figures`` gives an instance type's per-GPU (TFLOPS, bandwidth) for the throughput fit,
-    ``gpu_models`` its GPU model (runs on two models give the class's own speed-up).
-    Returns the classes and one note per class that could not be formed (no run with a duration).
+    ``gpu_models`` its GPU model (runs on two models give the class's own speed-up), ``spec``
+    its (GPUs, GiB per GPU) to leave out impossible runs (``plausible_runs``).
+    Returns the classes and one note per reason runs were left out or a class could not be formed
+    (no run with a duration).
     """
     df = runs.copy()
     optional = (
@@ -692,7 +754,8 @@ def class_inputs(
     for col in (*group_by, *optional):
         if col not in df.columns:
             df[col] = None
-    df = df[df["instance_type"].notna()]
+    df, skipped = plausible_runs(df[df["instance_type"].notna()], spec)
+    df = df.copy()
     df["gpus"] = df["instance_count"].astype(int) * df["gpus_per_instance"].astype(int)
     df["hours"] = df["duration_s"].astype(float) / 3600.0
     # A grouping column no run records (a log without phases) would only append "unknown".
@@ -700,7 +763,7 @@ def class_inputs(
     key = df[cols].astype("object").where(df[cols].notna(), "unknown").astype(str)
     # Column by column: a row-wise join calls Python once per job run (seconds at 100 k runs).
     df["job_class"] = functools.reduce(lambda joined, col: joined + "/" + key[col], cols[1:], key[cols[0]])
-    classes, skipped = [], []
+    classes = []
     for job_class, g in df.groupby("job_class", sort=True):
         configs = Counter(zip(g["instance_type"], g["instance_count"].astype(int), strict=True))
         gpu_hours = g.groupby(["instance_type", g["instance_count"].astype(int)])["hours"].sum().to_dict()
@@ -771,7 +834,11 @@ def plan(
         c = given.get(str(instance_type).strip().lower())
         return _catalog_gpu_model(instance_type) if c is None else c.gpu_model
 
-    classes, _ = class_inputs(runs, group_by=group_by, figures=figures, gpu_models=gpu_models)
+    def spec(instance_type: str) -> tuple[int, float | None] | None:
+        c = given.get(str(instance_type).strip().lower())
+        return _catalog_spec(instance_type) if c is None else (c.gpus_per_instance, c.memory_per_gpu_gib)
+
+    classes, _ = class_inputs(runs, group_by=group_by, figures=figures, gpu_models=gpu_models, spec=spec)
     return plan_classes(
         classes,
         deadline_slack=deadline_slack,

@@ -9,7 +9,7 @@ from typing import Any
 
 import duckdb
 
-from athanor.settings import WatchSettings
+from athanor.settings import MAX_FORECAST_HORIZON_DAYS, WatchSettings
 from athanor.warehouse import insert_rows, transaction
 from athanor.watch import alerts
 from athanor.watch.anomalies import Anomaly, comparison_start, find_anomalies, top_lines_json
@@ -64,8 +64,10 @@ def compute(
     anomalies: bool = True,
 ) -> Watch:
     """Everything the watch finds for `as_of`, from the warehouse, writing nothing."""
-    if horizon_days is not None and horizon_days < 1:
-        raise ValueError(f"the forecast horizon must be at least 1 day, got {horizon_days}")
+    if horizon_days is not None and not 1 <= horizon_days <= MAX_FORECAST_HORIZON_DAYS:
+        raise ValueError(
+            f"the forecast horizon must be 1 to {MAX_FORECAST_HORIZON_DAYS} days, got {horizon_days}"
+        )
     start = as_of - timedelta(days=settings.history_days - 1)
     if since is not None:  # anomalies judged from an earlier day need their comparison days too
         start = min(start, comparison_start(since, settings))
