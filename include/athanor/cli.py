@@ -666,9 +666,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--commit-rate", type=float, required=True, help="effective $ per unit-hour committed")
     p.add_argument("--upfront-fraction", type=float, default=0.0, help="0 no upfront, 1 all upfront")
     p.add_argument(
-        "--term-months", type=int, default=12, help="commitment term in months, 12 or 36 (default: 12)"
+        "--term-months",
+        type=int,
+        default=12,
+        help="commitment term in months (default: 12; AWS sells 12 and 36)",
     )
-    p.add_argument("--format", choices=["table", "json"], default="table", help="output (default: table)")
+    p.add_argument("--format", choices=["table", "json"], default="table")
     p.set_defaults(func=_cmd_commit_plan)
 
     p = sub.add_parser("gpu-plan", help="which GPU type and how many each workload class should run on")
@@ -750,9 +753,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_lifecycle_restore)
 
     p = sub.add_parser("quarantine", help="list rejected deliveries, or release one to be loaded again")
-    p.add_argument("action", choices=["list", "release"])
+    p.add_argument("action", choices=["list", "release"], help="list the held deliveries, or release PATH")
     p.add_argument("path", nargs="?", help="quarantine folder to release")
-    p.add_argument("--format", choices=["table", "json"], default="table", help="of `list` (default: table)")
+    p.add_argument(
+        "--format", choices=["table", "json"], default="table", help="output of `list` (default: table)"
+    )
     p.set_defaults(func=_cmd_quarantine)
 
     p = sub.add_parser("anomalies", help="daily cost anomalies per service, account and team")
@@ -778,6 +783,9 @@ def build_parser() -> argparse.ArgumentParser:
     # Accepted before or after the command; SUPPRESS keeps a subcommand's default from
     # overwriting `athanor --debug <command>`.
     for command in sub.choices.values():
+        for action in command._actions:
+            if action.dest == "format" and not action.help:
+                action.help = f"output format (default: {action.default})"
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
         command.add_argument(
             "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP
