@@ -65,7 +65,7 @@ create table if not exists spend_alerts (
     kind            varchar not null,     -- anomaly | budget
     first_run_id    varchar not null,
     sent_at         timestamp not null,
-    channel         varchar not null,     -- webhook | log (no webhook set)
+    channel         varchar not null,     -- webhook | log (no webhook set yet: sent when one is)
     message         varchar not null
 );
 
@@ -129,6 +129,6 @@ comment on table spend_alerts is 'Every spend alert sent (anomalies, budget brea
 comment on column spend_alerts.alert_key is 'What the alert is about (kind, scope, day or month, threshold).';
 comment on column spend_alerts.kind is 'anomaly | budget.';
 comment on column spend_alerts.first_run_id is 'The run that sent it.';
-comment on column spend_alerts.sent_at is 'When it was sent (UTC).';
-comment on column spend_alerts.channel is 'webhook (ATHANOR_ALERT_WEBHOOK) | log (no webhook set: logged only).';
+comment on column spend_alerts.sent_at is 'When it went out on its channel (UTC): for one logged before a webhook was set, when the webhook took it.';
+comment on column spend_alerts.channel is 'webhook (ATHANOR_ALERT_WEBHOOK) | log (no webhook set: logged only, and sent by the first run that has one; then webhook).';
 comment on column spend_alerts.message is 'The text sent.';

@@ -551,3 +551,30 @@ def test_the_report_section_shows_what_the_watch_stored_and_reconciles(warehouse
     assert 'id="chart-forecast-total-all-USD"' in section and "Budget fleet" in section
     assert "breached" in section
     assert section.count('<td class="num">4</td>') >= 2  # 7- and 30-day backtests, four folds each
+
+
+def test_alerts_logged_before_a_webhook_was_set_are_sent_by_the_first_run_with_one(
+    warehouse, webhook
+) -> None:
+    url, posts = webhook
+    bill(warehouse, [*flat(), line(date(2026, 11, 18), 900.0, resource="i-b")])
+    first = watch_spend(warehouse, "run-1", AS_OF, WatchSettings(), None)  # no webhook yet: logged
+    assert (first["alerts_sent"], posts) == (3, [])
+    logged = dict(
+        warehouse.execute("select alert_key, message from spend_alerts where channel = 'log'").fetchall()
+    )
+    assert len(logged) == 3
+    second = watch_spend(warehouse, "run-2", AS_OF, WatchSettings(), url)
+    # The three go out now, each saying it was found before the webhook was set; none is new.
+    assert (second["alerts_delivered_late"], second["alerts_sent"], second["alerts_already_sent"]) == (
+        3,
+        0,
+        3,
+    )
+    assert sorted(p["text"].split(" (found ")[0] for p in posts) == sorted(logged.values())
+    assert all(p["text"].endswith(" UTC, before ATHANOR_ALERT_WEBHOOK was set)") for p in posts)
+    assert warehouse.execute("select distinct channel, first_run_id from spend_alerts").fetchall() == [
+        ("webhook", "run-1")
+    ]
+    third = watch_spend(warehouse, "run-3", AS_OF, WatchSettings(), url)
+    assert (third["alerts_delivered_late"], len(posts)) == (0, 3)

@@ -231,6 +231,7 @@ def watch_spend(
         "budgets_error": watch.budgets_error,
         "alerts_sent": sent["new"],
         "alerts_already_sent": sent["already_sent"],
+        "alerts_delivered_late": sent["delivered_late"],  # logged before a webhook was set
         "alerts_failed": sent["failed"],
         "alerts_error": sent["error"],
         "written": written,
