@@ -12,8 +12,6 @@ published files must equal the undisturbed run's, table by table (tests/support/
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import shutil
 import subprocess
@@ -25,7 +23,7 @@ import pytest
 
 from athanor.settings import PROJECT_ROOT
 from tests.support.celery_deployment import CeleryDeployment
-from tests.support.golden import VOLATILE_COLUMNS, _canonical, fingerprint
+from tests.support.golden import compare, fingerprint, report
 
 pytestmark = pytest.mark.integration
 
@@ -33,10 +31,8 @@ AS_OF = "2026-11-30"
 INGEST, OPTIMIZE = "athanor_ingest", "athanor_optimize"
 FITS = "fit_durations.each"
 ATHANOR = str(PROJECT_ROOT / ".venv" / "bin" / "athanor")
-# Columns naming the run or the wall clock that golden.VOLATILE_COLUMNS does not list.
-RUN_COLUMNS = {"spend_alerts": {"first_run_id", "sent_at"}}
-# DuckDB's parallel sums are not associative: the same night's floats differ in the last bits,
-# which rounding to nine digits (golden.py) does not always hide.
+# One machine, one BLAS: the two nights' floats differ only by DuckDB's parallel sums, which
+# are not associative (the last bits), so a tolerance far below golden.REL_TOL's.
 REL_TOL = 1e-9
 
 
@@ -200,63 +196,15 @@ def test_the_fits_ran_on_both_workers_and_the_lost_one_was_retried_on_the_other(
     print(f"\nfit tasks per worker (log mentions): {ran}; fits: {[round(_seconds(t), 1) for t in mapped]} s")
 
 
-def _rows(home: Path, table: str) -> list[list]:
-    import duckdb
-
-    con = duckdb.connect(str(home / "warehouse" / "athanor.duckdb"), read_only=True)
-    try:
-        skip = VOLATILE_COLUMNS | RUN_COLUMNS.get(table, set())
-        columns = [
-            c
-            for (c,) in con.execute(
-                "select column_name from information_schema.columns where table_name = ? order by ordinal_position",
-                [table],
-            ).fetchall()
-            if c not in skip
-        ]
-        select = ", ".join(f'"{c}"' for c in columns)
-        rows = con.execute(f'select {select} from "{table}"').fetchall()
-    finally:
-        con.close()
-
-    def key(row: tuple) -> str:  # floats to six digits, so noise does not reorder rows
-        return json.dumps(
-            [f"{v:.6g}" if isinstance(v, float) else _canonical(v, str(home)) for v in row], default=str
-        )
-
-    return [
-        [v if isinstance(v, float) else _canonical(v, str(home)) for v in row]
-        for row in sorted(rows, key=key)
-    ]
-
-
-def _same(a: list[list], b: list[list]) -> bool:
-    return len(a) == len(b) and all(
-        len(x) == len(y)
-        and all(
-            math.isclose(u, v, rel_tol=REL_TOL) if isinstance(u, float) and isinstance(v, float) else u == v
-            for u, v in zip(x, y, strict=True)
-        )
-        for x, y in zip(a, b, strict=True)
-    )
-
-
 def test_the_disturbed_night_equals_the_undisturbed_one(deployment, night, undisturbed) -> None:
-    """Every warehouse table and published file, as the golden compares them; a table whose
-    digest differs is compared row by row, floats to 1e-9 and run-naming columns left out."""
+    """Every warehouse table and published file, as the golden compares them (tests/support/
+    golden.py), every table's floats value by value to 1e-9."""
     celery = deployment.athanor_home
+    every = {"stored_rows": 10**9}  # every table's floats, value by value
     expected = fingerprint(
-        undisturbed, undisturbed / "reports" / AS_OF, undisturbed / "warehouse" / "athanor.duckdb"
+        undisturbed, undisturbed / "reports" / AS_OF, undisturbed / "warehouse" / "athanor.duckdb", **every
     )
-    actual = fingerprint(celery, celery / "reports" / AS_OF, celery / "warehouse" / "athanor.duckdb")
-    assert expected["files"] == actual["files"]
-    assert expected["tables"].keys() == actual["tables"].keys()
-    differing = {
-        table: (expected["tables"][table], actual["tables"][table])
-        for table in expected["tables"]
-        if expected["tables"][table] != actual["tables"][table]
-        and not _same(_rows(undisturbed, table), _rows(celery, table))
-    }
-    assert not differing, f"the Celery night differs from athanor run's: {differing}"
-    assert actual["tables"]["duration_fits"] == expected["tables"]["duration_fits"]
+    actual = fingerprint(celery, celery / "reports" / AS_OF, celery / "warehouse" / "athanor.duckdb", **every)
+    differing = compare(expected, actual, rel_tol=REL_TOL)
+    assert not differing, "the Celery night differs from athanor run's: " + report(differing)
     assert actual["tables"]["duration_fits"]["rows"] == 5
