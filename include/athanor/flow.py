@@ -26,7 +26,7 @@ from typing import Any
 
 import duckdb
 
-from athanor.errors import DataRejected
+from athanor.errors import DataRejected, UnknownParams
 from athanor.settings import Settings
 from athanor.warehouse import connect, insert_rows, lake, snapshots
 from athanor.warehouse.connection import configure
@@ -132,11 +132,15 @@ def land(run: RunContext) -> dict:
 
 
 def load(run: RunContext, landed: dict) -> dict:
-    """Load every new delivery; quarantine the bad ones and fail naming each of them."""
+    """Load every new delivery; quarantine and alert the bad ones, and the night goes on.
+
+    A rejected delivery is held back (moved to quarantine, its alert naming the quarantine
+    folder and the release command); everything else still loads, and the report says what
+    was held back. Its counts say what the night really did: loaded, unchanged, empty, waiting,
+    rejected.
+    """
     if run.dry_run:
-        for d in landed["deliveries"]:
-            logger.info("load (dry run): would load %s: %s", d["uri"], ", ".join(d["files"]))
-        return {"dry_run": True, "deliveries": landed["deliveries"], "waiting": landed["waiting"]}
+        return _dry_load(run, landed)
     deliveries = [(d["uri"], [Path(f) for f in d["files"]], False) for d in landed["deliveries"]]
     # Imported here, not at the top: the DAG files import this module at parse time.
     from athanor.ingest.deliveries import ingest_deliveries
@@ -157,21 +161,91 @@ def load(run: RunContext, landed: dict) -> dict:
     ]
     for path in quarantined:
         logger.warning("load: moved to quarantine: %s", path)
+    counts = {**outcome.counts, "waiting": outcome.counts["waiting"] + len(landed["waiting"])}
     summary = {
         "loaded": outcome.lines,
+        "counts": counts,
         "waiting": landed["waiting"],
         "errors": outcome.errors,
         "quarantined": quarantined,
         "unrecognised": outcome.unrecognised,  # files of no known format or unreadable, among errors
     }
-    if outcome.errors:
-        rejected = DataRejected(
-            f"{len(outcome.errors)} deliver{'ies' if len(outcome.errors) != 1 else 'y'} rejected "
-            f"(moved to quarantine): " + " | ".join(outcome.errors)
-        )
-        rejected.summary = summary  # type: ignore[attr-defined]  # what run_stage records
-        raise rejected
+    if quarantined:
+        summary["alerts"] = _alert_quarantined(run, quarantined, outcome.errors)
+    logger.info("load: %s", ", ".join(f"{n} {status}" for status, n in counts.items()))
     return summary
+
+
+def _dry_load(run: RunContext, landed: dict) -> dict:
+    """What a real load would do with each delivery, writing nothing: one it would skip as
+    unchanged (its files' checksum is a load of the ledger) is said so, not "would load"."""
+    from athanor.ingest.billing import checksum
+    from athanor.land import landing
+
+    local = not landing.is_s3(landed["source"])
+    known = _loaded_ids(run.settings.warehouse) if local else set()
+    root = Path(landed["source"])
+    counts = {"would_load": 0, "unchanged": 0}
+    for d in landed["deliveries"]:
+        files = [root if root.is_file() else root / key for key in d["files"]]
+        # A billing delivery loads as one (its files together), a job log or listing file by file.
+        ids = {checksum(files)[0][:16]} if local else set()
+        each = {checksum([f])[0][:16] for f in files} if local else set()
+        if local and (ids <= known or each <= known):
+            counts["unchanged"] += 1
+            logger.info("load (dry run): would skip %s: unchanged since its last load", d["uri"])
+        else:
+            counts["would_load"] += 1
+            logger.info("load (dry run): would load %s: %s", d["uri"], ", ".join(d["files"]))
+    logger.info(
+        "load (dry run): a real run would load %d deliveries and skip %d unchanged",
+        counts["would_load"],
+        counts["unchanged"],
+    )
+    return {
+        "dry_run": True,
+        "counts": counts,
+        "deliveries": landed["deliveries"],
+        "waiting": landed["waiting"],
+    }
+
+
+def _loaded_ids(warehouse: Path) -> set[str]:
+    """The load ids the ledger holds as loaded, read without writing (none: no warehouse yet)."""
+    if not warehouse.exists():
+        return set()
+    try:
+        con = duckdb.connect(str(warehouse), read_only=True)
+    except duckdb.Error as exc:  # held by a writer: every delivery is then "would load"
+        logger.warning(
+            "load (dry run): cannot read the ledger (%s): unchanged deliveries not told apart", exc
+        )
+        return set()
+    try:
+        rows = con.execute("select load_id from loads where status in ('loaded', 'replaced')").fetchall()
+    finally:
+        con.close()
+    return {load_id for (load_id,) in rows}
+
+
+def _alert_quarantined(run: RunContext, paths: list[str], reasons: list[str]) -> dict:
+    """One alert per delivery held back: why, where it is, and the command that releases it."""
+    from athanor.watch.alerts import Alert, send_new
+
+    alerts = [
+        Alert(
+            key=f"quarantine:{path}",
+            kind="quarantine",
+            message=f"Athanor held back a delivery: {reason}. It is in quarantine at {path}; "
+            f"once fixed (or to load it as it is), run: athanor quarantine release {path}",
+        )
+        for path, reason in zip(paths, reasons, strict=True)
+    ]
+    con = run.connect()
+    try:
+        return send_new(con, alerts, run.run_id, run.settings.alert_webhook)
+    finally:
+        con.close()
 
 
 def validate(run: RunContext, loaded: dict) -> dict:
@@ -205,10 +279,14 @@ def validate(run: RunContext, loaded: dict) -> dict:
         raise DataRejected(
             f"{unreconciled} loaded file(s) do not reconcile to the cent (see reconciliations)"
         )
+    # What the night really did with its deliveries (not one summary line per delivery).
+    counts = loaded.get("counts") or {}
     summary = {
         "rules_checked": sum(total for _, _, total in rules),
         "warnings": sum(failed for severity, failed, _ in rules if severity == "warn"),
-        "loaded": len(loaded.get("loaded", [])),
+        "loaded": counts.get("loaded", 0),
+        "unchanged": counts.get("unchanged", 0),
+        "rejected": counts.get("rejected", 0),
     }
     if snapshots:
         summary["lake_snapshots"] = snapshots  # the run's read-only view: lake.open_as_of
@@ -224,7 +302,11 @@ def validate(run: RunContext, loaded: dict) -> dict:
     else:
         summary["asset_event"] = {"as_of": day}
     logger.info(
-        "validate: %d rule results of this run, %d warnings; %s",
+        "validate: %d deliveries loaded, %d unchanged, %d rejected; %d rule results of this run, "
+        "%d warnings; %s",
+        summary["loaded"],
+        summary["unchanged"],
+        summary["rejected"],
         summary["rules_checked"],
         summary["warnings"],
         f"warehouse updated for {day or 'the latest day'}: announcing it"
@@ -596,7 +678,21 @@ def stages_of(dag_id: str) -> list[Stage]:
 
 
 def _params(context: Mapping[str, Any]) -> dict[str, Any]:
-    return dict(context.get("params") or {})
+    """The run's params; a key its DAG does not declare is refused, with the valid ones.
+
+    Airflow merges a run's conf into its params key by key, unknown keys too: a misspelt
+    `{"dryrun": true}` would otherwise be ignored and the intended dry run load for real.
+    """
+    params = dict(context.get("params") or {})
+    declared = getattr(context.get("dag"), "params", None)
+    if declared is not None:
+        unknown = sorted(set(params) - set(declared.keys()))
+        if unknown:
+            raise UnknownParams(
+                f"unknown conf key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}: "
+                f"this DAG takes {', '.join(sorted(declared.keys()))}"
+            )
+    return params
 
 
 def _day(value: Any) -> date:

@@ -17,7 +17,6 @@ import duckdb
 import pytest
 
 from athanor import flow
-from athanor.errors import DataRejected
 from athanor.settings import Settings
 from athanor.warehouse import sql
 
@@ -103,7 +102,13 @@ def test_load_loads_both_deliveries_and_records_the_stage(nightly) -> None:
         "billing-export-202311.jsonl: gcp, 5 rows, billed USD 34.22, periods 2023-11",
         "jobs.csv: generic job log, 6 jobs, 50% censored",
     ]
-    assert load == {"waiting": [], "errors": [], "quarantined": [], "unrecognised": 0}
+    assert load == {
+        "counts": {"loaded": 2, "unchanged": 0, "empty": 0, "waiting": 0, "rejected": 0},
+        "waiting": [],
+        "errors": [],
+        "quarantined": [],
+        "unrecognised": 0,
+    }
     assert query(
         settings.warehouse, "select sum(billed_cost)::varchar, count(distinct source_row) from billing_facts"
     ) == [("34.220000000000", 5)]
@@ -142,6 +147,8 @@ def test_validate_sums_up_the_gates_of_this_run(nightly) -> None:
         "rules_checked": checked,
         "warnings": 0,
         "loaded": 2,
+        "unchanged": 0,
+        "rejected": 0,
         "asset_event": {"as_of": None},
     }
 
@@ -225,7 +232,12 @@ def test_dry_run_lists_and_loads_nothing(tmp_path: Path) -> None:
         {"uri": str(tmp_path / "landing" / "gcp"), "files": ["gcp/billing-export-202311.jsonl"]},
         {"uri": str(tmp_path / "landing" / "jobs"), "files": ["jobs/jobs.csv"]},
     ]
-    assert summaries["load"] == {"dry_run": True, "deliveries": landed["deliveries"], "waiting": []}
+    assert summaries["load"] == {
+        "dry_run": True,
+        "counts": {"would_load": 2, "unchanged": 0},
+        "deliveries": landed["deliveries"],
+        "waiting": [],
+    }
     assert summaries["validate"] == {"dry_run": True, "asset_event": None, "not_emitted": "dry run"}
     assert not settings.warehouse.exists()
     assert tree_digest(tmp_path) == before
@@ -342,7 +354,7 @@ def test_fits_see_the_jobs_as_known_at_the_end_of_the_day(tmp_path: Path) -> Non
     ) == [("fit-11-01", date(2026, 11, 1), 3, 1), ("fit-11-03", date(2026, 11, 3), 4, 0)]
 
 
-def test_a_bad_delivery_is_quarantined_and_fails_the_load(tmp_path: Path) -> None:
+def test_a_bad_delivery_is_quarantined_and_the_load_goes_on(tmp_path: Path) -> None:
     landing = landing_of_fixtures(tmp_path)
     rows = [json.loads(line) for line in GCP.read_text().splitlines()]
     rows[2]["cost"] = "ten"
@@ -350,10 +362,9 @@ def test_a_bad_delivery_is_quarantined_and_fails_the_load(tmp_path: Path) -> Non
     settings = settings_for(tmp_path)
     run = {"run_id": "manual-bad", "params": {}}
     landed = flow.run_stage("land", run, settings=settings)
-    with pytest.raises(
-        DataRejected, match=r"^1 delivery rejected \(moved to quarantine\): billing-export-202311\.jsonl"
-    ):
-        flow.run_stage("load", run, landed, settings=settings)
+    # Held back, not stopping the night (issue 30): the load succeeds and names it.
+    (error,) = flow.run_stage("load", run, landed, settings=settings)["errors"]
+    assert error.startswith("billing-export-202311.jsonl row 3, column cost")
     # The bills went to quarantine; the job log of the same night loaded.
     assert not (landing / "gcp" / GCP.name).exists()
     assert (settings.quarantine / "manual-bad" / GCP.name / GCP.name).is_file()
@@ -361,11 +372,9 @@ def test_a_bad_delivery_is_quarantined_and_fails_the_load(tmp_path: Path) -> Non
         settings.warehouse,
         "select stage, status, summary from pipeline_runs where run_id = 'manual-bad' order by started_at",
     )
-    assert [(stage, status) for stage, status, _ in recorded] == [("land", "success"), ("load", "failed")]
+    assert [(stage, status) for stage, status, _ in recorded] == [("land", "success"), ("load", "success")]
     summary = json.loads(recorded[1][2])
-    assert summary["error"].startswith(
-        "1 delivery rejected (moved to quarantine): billing-export-202311.jsonl"
-    )
+    assert summary["errors"] == [error]
     assert untimed(summary["loaded"]) == ["jobs.csv: generic job log, 6 jobs, 50% censored"]
     assert summary["quarantined"] == [str(settings.quarantine / "manual-bad" / GCP.name)]
     # The ledger says what happened to it, as the docs name it; the parse failure is a rule result.
@@ -398,8 +407,8 @@ def test_a_job_log_that_cannot_be_read_is_a_parse_result(tmp_path: Path) -> None
     (landing / "jobs" / JOBS.name).write_text(text)
     settings = settings_for(tmp_path)
     run = {"run_id": "bad-jobs", "params": {}}
-    with pytest.raises(DataRejected, match=r"jobs\.csv row 1, column end_time"):
-        flow.run_stage("load", run, flow.run_stage("land", run, settings=settings), settings=settings)
+    loaded = flow.run_stage("load", run, flow.run_stage("land", run, settings=settings), settings=settings)
+    assert "jobs.csv row 1, column end_time" in loaded["errors"][0]
     assert query(
         settings.warehouse,
         """select suite, rule, column_name, observed_value, unexpected_count, examples, files

@@ -58,8 +58,25 @@ class IngestOutcome:
     lines: list[str] = field(default_factory=list)  # one summary line per delivery
     errors: list[str] = field(default_factory=list)  # one reason per delivery that failed
     failed: list[list[Path]] = field(default_factory=list)  # the files of each failed delivery
-    loaded: int = 0
+    loaded: int = 0  # deliveries taken, whatever their status (loaded, unchanged, empty, waiting)
     unrecognised: int = 0  # files of no known format or unreadable (among `failed`)
+    # Deliveries per what happened to them: loaded | unchanged | empty | waiting | rejected.
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(DELIVERY_STATUSES, 0))
+
+
+DELIVERY_STATUSES = ("loaded", "unchanged", "empty", "waiting", "rejected")
+
+
+def line_status(line: str) -> str:
+    """What a delivery's summary line says happened to it (the loaders' one phrasing of each)."""
+    first = line.split("\n", 1)[0]
+    if ": unchanged since load " in first:
+        return "unchanged"
+    if first.endswith(": nothing to load"):
+        return "empty"
+    if ": waiting for parts " in first:
+        return "waiting"
+    return "loaded"
 
 
 # ---------------------------------------------------------------------------- ingest
@@ -190,6 +207,7 @@ def ingest_paths(
                     outcome.lines.append(
                         f"{shown(d.uri)}: waiting for parts {shown_all(d.missing)}; not loaded yet"
                     )
+                    outcome.counts["waiting"] += 1
     return ingest_deliveries(deliveries, warehouse, settings=settings, as_of=as_of, outcome=outcome)
 
 
@@ -394,6 +412,7 @@ def _load(
         return
     outcome.lines.append(line)
     outcome.loaded += 1
+    outcome.counts[line_status(line)] += 1
     logger.info("%s (%.1f s)", line.replace("\n", "; "), time.perf_counter() - clock)
 
 
@@ -424,13 +443,17 @@ def _reject(
 
     outcome.errors.append(str(exc))
     outcome.failed.append(files)
+    outcome.counts["rejected"] += 1
     if kind == "unknown":
         outcome.unrecognised += 1
     elif not isinstance(exc, QualityError):  # a rule's failure is in dq_results already
         _record_parse_failure(con, files, kind, exc, run_id)
     record_failure(con, files, kind, exc, status=failed_status)
-    # INFO: the reason also goes to the run's summary and the command's error lines.
-    logger.info(
+    # WARNING in the nightly run: a delivery held back is what the operator must see in the
+    # task log. `athanor ingest` says it as its error line already (and Python would print a
+    # WARNING to stderr a second time).
+    logger.log(
+        logging.WARNING if failed_status == "quarantined" else logging.INFO,
         "%s rejected (%s, %s)%s: %s",
         shown_all(f.name for f in files),
         kind,

@@ -18,6 +18,7 @@ import duckdb
 from athanor.ingest.daily import daily_source
 from athanor.publish.gpu_section import GpuPlanRow, load_gpu_plan
 from athanor.publish.gpu_usage_section import GpuUsage, load_gpu_usage
+from athanor.publish.intake_section import Intake, load_intake
 from athanor.publish.queries import report_rows
 from athanor.publish.spend_watch_section import SpendWatch, load_spend_watch
 from athanor.recommend.nightly import ALTERNATIVES, TOTALS
@@ -334,6 +335,7 @@ class ReportData:
     gpu_plan: list[GpuPlanRow] = field(default_factory=list)  # one row per workload class
     spend_watch: SpendWatch | None = None  # None: no spend watch tables in this warehouse
     gpu_usage: GpuUsage | None = None  # None: no gpu_usage_hourly table in this warehouse
+    intake: Intake | None = None  # what the night loaded and held back (None: not read)
 
     @property
     def as_of(self) -> date:
@@ -557,4 +559,5 @@ def load_report_data(con: duckdb.DuckDBPyConnection, as_of: date, run_id: str) -
         gpu_usage=load_gpu_usage(con, w.period_start, w.period_end)
         if _has_table(con, "gpu_usage_hourly")
         else None,
+        intake=load_intake(con),
     )

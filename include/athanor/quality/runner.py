@@ -8,6 +8,7 @@ pushed down as SQL; no rows are pulled into pandas.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -236,10 +237,22 @@ def _prepare(
         con.execute(sql("quality/run/file_figures_from_reconciliations"), {"load_id": context.load_id})
 
 
+def _quiet_gx() -> None:
+    """Great Expectations' INFO chatter off (its warnings still show).
+
+    GX logs at INFO every function its import decorates, and the context, data source and
+    batch it builds: ~400 lines of a load's task log, burying what was loaded and rejected.
+    """
+    for name, logger in [("great_expectations", None), *logging.root.manager.loggerDict.items()]:
+        if name.startswith("great_expectations") and not isinstance(logger, logging.PlaceHolder):
+            logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def _gx_validate(
     con: duckdb.DuckDBPyConnection, table: str, rules: list[tuple[Rule, str]], index_columns: list[str]
 ):
     """Run the rules with GX on `table`; returns (GX results in rule order, GX JSON documents)."""
+    _quiet_gx()  # before the import, which logs a line per decorated function
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
     from sqlalchemy.pool import StaticPool
@@ -247,6 +260,7 @@ def _gx_validate(
     from athanor.quality import gx_duckdb
 
     gx_duckdb.install()
+    _quiet_gx()  # again: GX sets some of its loggers' levels as it imports them
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
     engine = gx_duckdb.engine_for(con)
