@@ -90,9 +90,11 @@ def _writers() -> dict[str, set[str]]:
 def test_every_table_has_one_writer() -> None:
     writers = _writers()
     shared = {table: sorted(names) for table, names in writers.items() if len(names) > 1}
-    # The ledger's two writers live side by side: a load's row, and the status a restatement sets.
+    # The ledgers' two writers live side by side: a load's row, and the status a restatement sets;
+    # an alert's row, and the channel a logged alert moves to once a webhook takes it.
     assert shared == {
-        "loads": ["athanor.warehouse.ledger.mark_replaced", "athanor.warehouse.ledger.record_load"]
+        "loads": ["athanor.warehouse.ledger.mark_replaced", "athanor.warehouse.ledger.record_load"],
+        "spend_alerts": ["athanor.watch.alerts._deliver_logged", "athanor.watch.alerts.send_new"],
     }
     assert writers["recommendations"] == {"athanor.recommend.nightly.store_recommendations"}
     assert writers["dq_results"] == {"athanor.quality.runner.store_results"}
