@@ -151,9 +151,12 @@ def _cmd_query(args: argparse.Namespace, settings: Settings) -> int:
 
 def _cmd_durations(args: argparse.Namespace, settings: Settings) -> int:
     from athanor.model import durations
+    from athanor.model.durations.read import load_fit_jobs
 
     try:
-        frame = durations.load_durations(args.file)
+        # The jobs the night's fit for that day sees (its window, running jobs censored at the
+        # day's end): the CLI, the report and duration_fits.csv then show the same figures.
+        frame = load_fit_jobs(args.file, args.as_of, args.window_days)
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -162,7 +165,10 @@ def _cmd_durations(args: argparse.Namespace, settings: Settings) -> int:
     if missing:
         print(f"error: {Path(args.file).name}: no column {', '.join(missing)} to group by", file=sys.stderr)
         return 1
-    fits = durations.fit_groups(frame, group_by, gof_replicates=args.bootstrap, ci_replicates=args.bootstrap)
+    replicates = (
+        {} if args.bootstrap is None else {"gof_replicates": args.bootstrap, "ci_replicates": args.bootstrap}
+    )
+    fits = durations.fit_groups(frame, group_by, **replicates)
     records = [f.to_record() for f in fits]
     print(
         json.dumps(records, indent=2, default=_json_default)
@@ -655,7 +661,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="job-run CSV/Parquet (canonical schema) or a one-column CSV of seconds")
     p.add_argument("--group-by", help="comma-separated columns, e.g. team or team,model")
     p.add_argument(
-        "--bootstrap", type=int, default=49, help="bootstrap replicates for CIs and the fit p-value"
+        "--bootstrap",
+        type=int,
+        help="bootstrap replicates for CIs and the fit p-value (default: the nightly's, 99 and 49)",
+    )
+    p.add_argument(
+        "--as-of",
+        type=date.fromisoformat,
+        help="fit the jobs as known at the end of this day (YYYY-MM-DD; default: the file's last day)",
+    )
+    p.add_argument(
+        "--window-days",
+        type=int,
+        help="only jobs that started in the last N days up to --as-of (default: the nightly's; 0: all)",
     )
     p.add_argument("--format", choices=["table", "json"], default="table")
     p.set_defaults(func=_cmd_durations)

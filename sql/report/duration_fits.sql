@@ -23,7 +23,9 @@ select
     f.p99_s,
     f.share_jobs_under_48h,
     f.share_gpu_hours_under_48h,
-    f.drift_flag
+    f.drift_flag,
+    f.data_limit_s,
+    f.censored_note
 from duration_fits as f
 join chosen using (run_id)
 order by (f.group_key = 'all') desc, f.n desc, f.group_by, f.group_key

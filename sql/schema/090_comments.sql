@@ -149,9 +149,14 @@ comment on column duration_fits.aic is 'Akaike information criterion of the fit 
 comment on column duration_fits.bic is 'Bayesian information criterion of the fit.';
 comment on column duration_fits.ks is 'Kolmogorov-Smirnov distance between the Kaplan-Meier curve and the fitted CDF.';
 comment on column duration_fits.ks_pvalue is 'Parametric-bootstrap p-value of that distance.';
-comment on column duration_fits.p50_s is 'Median duration of the fitted model, seconds.';
-comment on column duration_fits.p90_s is '90th percentile duration, seconds.';
-comment on column duration_fits.p99_s is '99th percentile duration, seconds.';
+comment on column duration_fits.p50_s is 'Median duration of the fitted model, seconds (a model value: see p50_beyond_data).';
+comment on column duration_fits.p90_s is '90th percentile duration of the fitted model, seconds (see p90_beyond_data).';
+comment on column duration_fits.p99_s is '99th percentile duration of the fitted model, seconds (see p99_beyond_data).';
+comment on column duration_fits.data_limit_s is 'The longest time a job behind the fit was watched, seconds: its longest completed run or the end of a censored run''s observation (a borrowed fit: its ancestor''s). Null on rows stored before it was kept.';
+comment on column duration_fits.p50_beyond_data is 'True when p50_s exceeds data_limit_s: extrapolation, published as "> N days (beyond the data)", not as a figure.';
+comment on column duration_fits.p90_beyond_data is 'True when p90_s exceeds data_limit_s (published as "> N days (beyond the data)").';
+comment on column duration_fits.p99_beyond_data is 'True when p99_s exceeds data_limit_s (published as "> N days (beyond the data)").';
+comment on column duration_fits.censored_note is 'Null, or a note that more than half the group''s runs are censored, so the fitted tail rests on the model more than on runs seen to end.';
 comment on column duration_fits.share_jobs_under_48h is 'Share of jobs (0-1) that end within 48 h under the fitted model.';
 comment on column duration_fits.share_gpu_hours_under_48h is 'Share of GPU-hours (0-1) held by jobs of at most 48 h (empirical).';
 comment on column duration_fits.drift_flag is 'Null, or why this fit differs from the previous run''s (family changed, p90 moved).';

@@ -112,7 +112,7 @@ def test_fanned_out_fits_store_what_the_one_process_stage_stores(loaded: Path, t
         ("team", "team=mid", 120),
         ("team", "team=tiny", 30),
     ]
-    records = {row[2]: json.loads(row[-1]) for row in alone}
+    records = {row[2]: json.loads(row[17]) for row in alone}  # record: 020_model_outputs.sql's last
     assert records["team=tiny"]["borrowed_from"] == "all"
     assert records["team=tiny"]["family"] == records["all"]["family"]
     assert summary["groups"] == 4

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from athanor.model.durations import model_ppf
+from athanor.model.durations import QUANTILE_NAMES, beyond_text, model_ppf
 
 
 @dataclass(frozen=True)
@@ -32,15 +32,23 @@ class ClassDurations:
     n: int  # jobs behind the fit
     censored: int  # of which right-censored (still running, preempted, cancelled)
     borrowed_from: str | None = None  # a small group borrows its ancestor's fit
+    # The fit's quantiles (p50, p90, p99) above the longest duration its jobs were watched
+    # (data_limit_s): draws from that tail are the model's extrapolation, not the fleet's.
+    beyond_data: tuple[str, ...] = ()
+    data_limit_s: float | None = None
 
     def ppf_h(self, q: np.ndarray | float) -> np.ndarray:
         """Quantiles in hours."""
         return np.asarray(model_ppf(self.family, self.params, q), dtype=float) / 3600.0
 
     def describe(self) -> str:
-        """'lognormal_mixture fitted on team=llm (895 jobs, 90 censored)'."""
+        """'lognormal_mixture fitted on team=llm (895 jobs, 90 censored)', plus which quantiles
+        are beyond the data: '; p99 > 145 days (beyond the data)'."""
         text = f"{self.family} fitted on {self.group_key} ({self.n:,} jobs, {self.censored:,} censored)"
-        return text + (f", borrowed from {self.borrowed_from}" if self.borrowed_from else "")
+        text += f", borrowed from {self.borrowed_from}" if self.borrowed_from else ""
+        if self.beyond_data and self.data_limit_s is not None:
+            text += f"; {'/'.join(self.beyond_data)} {beyond_text(self.data_limit_s)}"
+        return text
 
 
 def _group_items(group_key: str) -> dict[str, str]:
@@ -54,7 +62,7 @@ def class_durations(fits: Iterable[Mapping[str, Any]], **labels: str) -> ClassDu
     """The most specific fit whose group the class belongs to (e.g. team=, instance_family=).
 
     ``fits``: rows with group_key, family, params (dict or JSON text), n, censored and
-    optionally borrowed_from. A fit matches when every column of its group names the
+    optionally borrowed_from, data_limit_s and the p50/p90/p99 `_beyond_data` flags. A fit matches when every column of its group names the
     class's value; among matches the one with the most columns wins ('all' matches
     every class). None when no fit matches.
     """
@@ -77,6 +85,8 @@ def class_durations(fits: Iterable[Mapping[str, Any]], **labels: str) -> ClassDu
         n=int(fit["n"]),
         censored=int(fit["censored"]),
         borrowed_from=fit.get("borrowed_from") or None,
+        beyond_data=tuple(q for q in QUANTILE_NAMES if fit.get(f"{q}_beyond_data")),
+        data_limit_s=fit.get("data_limit_s"),
     )
 
 

@@ -34,6 +34,7 @@ import pandas as pd
 import athanor
 from athanor.model.durations.groups import GroupPlan, assemble_groups, fit_one, plan_groups
 from athanor.model.durations.selection import DurationFit
+from athanor.model.durations.support import QUANTILE_NAMES
 from athanor.warehouse import insert_rows, sql, transaction
 
 logger = logging.getLogger(__name__)
@@ -59,6 +60,8 @@ FIT_FIGURES = (
     "p99_s",
     "share_jobs_under_48h",
     "share_gpu_hours_under_48h",
+    "data_limit_s",
+    "censored_note",
 )
 
 
@@ -126,13 +129,16 @@ def _group_jobs(frame: pd.DataFrame, group_by: Sequence[str]) -> dict[str, pd.Da
 
 def input_fingerprint(jobs: pd.DataFrame, group_by: Sequence[str], label: str) -> str:
     """sha256 of what a group's fit depends on: its jobs (every column, in job order), the
-    grouping, the minimum group size and the package version (a new fitting code refits)."""
+    grouping, the minimum group size, the package version and the record's fields (a new
+    fitting code refits)."""
     digest = hashlib.sha256()
     header = {
         "label": label,
         "group_by": list(group_by),
         "min_group_size": MIN_GROUP_SIZE,
         "version": athanor.__version__,
+        # A record that gains a field (data_limit_s) is refitted, not reused without it.
+        "record_fields": sorted(DurationFit.__dataclass_fields__),
         "columns": [str(c) for c in jobs.columns],
     }
     digest.update(json.dumps(header, sort_keys=True).encode())
@@ -276,6 +282,7 @@ def store(
                 "family": r["family"],
                 "params": json.dumps(r["params"]),
                 **{k: r.get(k) for k in FIT_FIGURES},
+                **{f"{q}_beyond_data": q in (r.get("beyond_data") or []) for q in QUANTILE_NAMES},
                 "drift_flag": drift.get(r["group"]),
                 "record": json.dumps(r, default=str),
             }

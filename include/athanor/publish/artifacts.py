@@ -305,6 +305,12 @@ def write_csvs(data: ReportData, out_dir: Path) -> list[Path]:
                 "share_jobs_under_48h",
                 "share_gpu_hours_under_48h",
                 "drift_flag",
+                # A p*_s beyond the data is left empty, flagged here, and is "> N days" past this.
+                "data_limit_s",
+                "p50_beyond_data",
+                "p90_beyond_data",
+                "p99_beyond_data",
+                "censored_note",
             ),
         ),
         _records(

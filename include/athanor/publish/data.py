@@ -16,6 +16,7 @@ from typing import Any
 import duckdb
 
 from athanor.ingest.daily import daily_source
+from athanor.model.durations.support import published_quantiles
 from athanor.publish.gpu_section import GpuPlanRow, load_gpu_plan
 from athanor.publish.gpu_usage_section import GpuUsage, load_gpu_usage
 from athanor.publish.intake_section import Intake, load_intake
@@ -237,6 +238,17 @@ class DurationGroup:
     drift_flag: str | None
     durations_s: tuple[float, ...] = ()
     censored_flags: tuple[bool, ...] = ()
+    # A quantile beyond the longest duration the group's jobs were watched (data_limit_s) is
+    # published as p*_text ("> N days (beyond the data)") with p*_s None: the CLI, this CSV
+    # and the page all take it from athanor.model.durations.published_quantiles.
+    data_limit_s: float | None = None
+    p50_beyond_data: bool = False
+    p90_beyond_data: bool = False
+    p99_beyond_data: bool = False
+    p50_text: str | None = None
+    p90_text: str | None = None
+    p99_text: str | None = None
+    censored_note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -522,6 +534,8 @@ def load_report_data(con: duckdb.DuckDBPyConnection, as_of: date, run_id: str) -
     for i, r in enumerate(fits):
         observed = _durations_for(jobs, r["group_key"]) if i < MAX_DURATION_GROUPS else ((), ())
         params = _json(r.pop("params")) or {}
+        # What is shown comes from the one rule the CLI uses too (the stored flags say the same).
+        r |= published_quantiles(r)
         durations.append(
             DurationGroup(**r, params=params, durations_s=observed[0], censored_flags=observed[1])
         )

@@ -723,6 +723,11 @@ def recommend_mix(
             "simulated_jobs_per_job": prices.simulated_jobs_per_job,
             "completion_confidence": spot.COMPLETION_CONFIDENCE,
             "duration_model_by_class": {a.job_class: a.duration_model for a in assessments},
+            # Classes whose fitted quantiles lie beyond their data: the simulation's long jobs are
+            # the model's extrapolation (athanor.model.durations.support), not observed runs.
+            "duration_beyond_data_by_class": {
+                c: list(d.beyond_data) for c, d in (durations_by_class or {}).items() if d.beyond_data
+            },
             "spot_bucket_monthly_fraction": spot.BUCKET_MONTHLY_FRACTION,
             "spot_prior_instance_hours": spot.PRIOR_INSTANCE_HOURS,
             "spot_phase_policy": prices.spot_phase_policy,

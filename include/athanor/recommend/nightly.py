@@ -145,10 +145,13 @@ def duration_models(con: duckdb.DuckDBPyConnection, run_id: str, as_of: date) ->
     ).fetchone()
     if found is None:
         return []
+    names = ("group_key", "family", "params", "n", "censored", "borrowed_from", "data_limit_s")
+    names += ("p50_beyond_data", "p90_beyond_data", "p99_beyond_data")
     return [
-        dict(zip(("group_key", "family", "params", "n", "censored", "borrowed_from"), row, strict=True))
+        dict(zip(names, row, strict=True))
         for row in con.execute(
-            """select group_key, family, params, n, censored, record ->> 'borrowed_from'
+            """select group_key, family, params, n, censored, record ->> 'borrowed_from', data_limit_s,
+                      p50_beyond_data, p90_beyond_data, p99_beyond_data
                from duration_fits where run_id = ? order by group_by, group_key""",
             [found[0]],
         ).fetchall()

@@ -34,6 +34,11 @@ Rules this package follows (the report and the recommenders rely on them):
   (resample jobs with replacement, refit the chosen family). Bootstrap refits, here and
   in the p-value, start from the fitted parameters; a mixture is refitted from the fitted
   mixture (no fresh EM), which can only make its p-value slightly optimistic.
+* **Beyond the data.** A quantile above the longest time any job of the group was watched
+  (completed, or censored at the end of its observation) is extrapolation: records carry
+  ``data_limit_s``, ``beyond_data`` (the quantile names above it) and ``censored_note`` (more
+  than half the runs censored), and every surface publishes such a quantile as "> N days
+  (beyond the data)" through ``published_quantiles`` (``support``).
 * **Shares.** ``share_jobs_under_48h`` is the model's CDF at 48 h (the Kaplan-Meier
   value is reported beside it); ``share_gpu_hours_under_48h`` and
   ``gpu_hours_share_over_threshold`` are empirical, weighting each job by
@@ -58,6 +63,13 @@ from athanor.model.durations.mixtures import fit_lognormal_mixture
 from athanor.model.durations.read import CENSORED_STATES, load_durations
 from athanor.model.durations.sample import MIN_DURATION_S, kaplan_meier
 from athanor.model.durations.selection import HOURS_48_S, DurationFit, fit_durations
+from athanor.model.durations.support import (
+    QUANTILE_NAMES,
+    beyond_data,
+    beyond_text,
+    censored_note,
+    published_quantiles,
+)
 from athanor.model.durations.table import format_table
 
 __all__ = [
@@ -67,7 +79,11 @@ __all__ = [
     "MIN_DURATION_S",
     "MIXTURE",
     "QUANTILES",
+    "QUANTILE_NAMES",
     "DurationFit",
+    "beyond_data",
+    "beyond_text",
+    "censored_note",
     "compare_fits",
     "fit_durations",
     "fit_family",
@@ -80,4 +96,5 @@ __all__ = [
     "model_cdf",
     "model_pdf",
     "model_ppf",
+    "published_quantiles",
 ]

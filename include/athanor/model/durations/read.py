@@ -20,6 +20,7 @@ reader:
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ import pandas as pd
 from athanor.ingest import jobs
 from athanor.ingest.jobs import CENSORED_STATES
 
-__all__ = ["CENSORED_STATES", "load_durations"]
+__all__ = ["CENSORED_STATES", "load_durations", "load_fit_jobs"]
 
 # What a fit groups by or reports, as the job log names them.
 TAG_COLUMNS = ("job_id", "state", "team", "project", "model", "instance_type", "pricing_model")
@@ -90,3 +91,44 @@ def _plain_durations(path: Path) -> pd.DataFrame | None:
     if np.any(x < 0):
         raise ValueError(f"{path.name}: negative durations in column {numeric[0]}")
     return pd.DataFrame({"duration_s": x, "censored": False, "gpu_count": 1.0})
+
+
+def load_fit_jobs(path: str | Path, day: date | None = None, window_days: int | None = None) -> pd.DataFrame:
+    """The jobs of a job log that the night's fit for `day` would see, were the file the warehouse.
+
+    The rows go through the same selection as the nightly fit (``athanor.model.nightly.read_jobs``
+    over ``sql/marts/job_durations.sql``): jobs that started in the `window_days` days up to
+    `day` (default: the nightly's window; 0: every job), each still running at the end of `day`
+    censored then. `day` defaults to the day of the file's latest timestamp. The CLI fitting
+    any other sample than the report is what made them disagree (a job log spanning more than
+    the window, running jobs censored at another moment). A file of one column of seconds has
+    no times: its durations are taken as they are (`load_durations`).
+    """
+    import duckdb
+
+    from athanor.model import nightly
+
+    path = Path(path)
+    try:
+        runs = jobs.read_job_runs(path)
+    except jobs.JobRunError as refused:
+        plain = _plain_durations(path)
+        if plain is None:
+            raise refused from None
+        return plain
+    if day is None:
+        latest = runs[["submit_time", "start_time", "end_time"]].max().max()
+        if pd.isna(latest):
+            raise ValueError(f"{path.name}: no timestamp to take the fit's day from")
+        day = latest.date()
+    window = nightly.FIT_WINDOW_DAYS if window_days is None else (window_days or None)
+    con = duckdb.connect()
+    try:
+        con.register("job_run_facts", runs)
+        frame = nightly.read_jobs(con, day, window)
+    finally:
+        con.close()
+    # Tags the mart does not carry (it reads instance_family), for --group-by.
+    tags = runs[["job_id", "state", "instance_type"]].drop_duplicates("job_id", keep="last")
+    frame = frame.merge(tags, on="job_id", how="left")
+    return frame[[c for c in frame.columns if frame[c].notna().any() or c in ("duration_s", "censored")]]

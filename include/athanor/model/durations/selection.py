@@ -16,6 +16,7 @@ from athanor.model.durations.distributions import QUANTILES, model_cdf, model_pd
 from athanor.model.durations.families import FAMILIES, MIXTURE, _fit_single, _Model
 from athanor.model.durations.mixtures import _fit_mixture
 from athanor.model.durations.sample import _km_at, _km_quantile, _ks, _Sample
+from athanor.model.durations.support import QUANTILE_NAMES, beyond_data, censored_note, data_limit_s
 
 HOURS_48_S = 48 * 3600.0
 
@@ -51,10 +52,23 @@ class DurationFit:
     candidates: dict[str, dict[str, Any]]
     mixture: bool
     borrowed_from: str | None = None
+    # The longest time a job behind the fit was watched (athanor.model.durations.support):
+    # quantiles above it are beyond the data. None on records stored before it was kept.
+    data_limit_s: float | None = None
 
     @property
     def censored_share(self) -> float:
         return self.censored / self.n if self.n else 0.0
+
+    @property
+    def beyond_data(self) -> list[str]:
+        """The quantiles (p50, p90, p99) above the data limit."""
+        figures = {f"{name}_s": getattr(self, f"{name}_s") for name in QUANTILE_NAMES}
+        return beyond_data({"data_limit_s": self.data_limit_s, **figures})
+
+    @property
+    def censored_note(self) -> str | None:
+        return censored_note(self.n, self.censored)
 
     def cdf(self, x: np.ndarray | float) -> np.ndarray:
         return model_cdf(self.family, self.params, x)
@@ -77,6 +91,8 @@ class DurationFit:
             if name not in rec:
                 rec[name] = _jsonable(getattr(self, name))
         rec["censored_share"] = _jsonable(self.censored_share)
+        rec["beyond_data"] = self.beyond_data
+        rec["censored_note"] = self.censored_note
         return rec
 
 
@@ -203,6 +219,7 @@ def fit_durations(
         empirical_p99_s=emp[2],
         candidates=candidates,
         mixture=chosen.family == MIXTURE,
+        data_limit_s=data_limit_s(raw),
     )
 
 
@@ -240,4 +257,6 @@ def _borrow(parent: DurationFit, group: str, frame: pd.DataFrame, threshold_s: f
         candidates={},
         mixture=parent.mixture,
         borrowed_from=parent.group,
+        # The quantiles are the parent's, fitted on the parent's jobs: so is the limit they are judged by.
+        data_limit_s=parent.data_limit_s,
     )

@@ -8,6 +8,8 @@ from typing import Any
 
 from tabulate import tabulate
 
+from athanor.model.durations.support import published_quantiles
+
 
 def _fmt_s(v: float | None) -> str:
     if v is None or not math.isfinite(v):
@@ -43,27 +45,29 @@ COLUMNS: tuple[tuple[str, bool], ...] = (
 
 
 def format_table(records: Sequence[dict[str, Any]]) -> str:
-    """Fixed-width table of fit records (one line per group)."""
+    """Fixed-width table of fit records (one line per group); a quantile beyond the data reads
+    "> N days (beyond the data)", as in the report and duration_fits.csv."""
     rows = []
     for r in records:
         family = r["family"]
         if r.get("mixture"):
             family = f"lognormal x{len(r['params']['weights'])}"
         pval = r.get("ks_pvalue")
+        shown = published_quantiles(r)
+        notes = [f"from {r['borrowed_from']}"] if r.get("borrowed_from") else []
+        notes += [r["censored_note"]] if r.get("censored_note") else []
         rows.append(
             (
                 str(r["group"]),
                 str(r["n"]),
                 _fmt_share(r.get("censored_share")),
                 family,
-                _fmt_s(r.get("p50_s")),
-                _fmt_s(r.get("p90_s")),
-                _fmt_s(r.get("p99_s")),
+                *(shown[f"{q}_text"] or _fmt_s(shown[f"{q}_s"]) for q in ("p50", "p90", "p99")),
                 f"{r['ks']:.3f}" if r.get("ks") is not None else "-",
                 "-" if pval is None else f"{pval:.2f}",
                 _fmt_share(r.get("share_jobs_under_48h")),
                 _fmt_share(r.get("share_gpu_hours_under_48h")),
-                f"from {r['borrowed_from']}" if r.get("borrowed_from") else "",
+                "; ".join(notes),
             )
         )
     table = tabulate(
