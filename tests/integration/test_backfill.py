@@ -170,10 +170,7 @@ def test_airflow_backfill_is_idempotent_per_day(tmp_path: Path, deliveries) -> N
         _create_backfill(
             server, DAYS[0].isoformat() + "T00:00:00+00:00", f"{DAYS[-1].isoformat()}T23:59:59+00:00"
         )
-        runs = _wait_for_backfill(
-            server, count=len(DAYS), timeout_s=600
-        )  # optimize runs share the writer slot
-        optimized = _wait_for_optimize(server, count=len(DAYS), timeout_s=600)
+        runs, optimized = _wait_for_runs(server, count=len(DAYS))
     finally:
         survivors = server.stop()
     assert survivors == []
@@ -236,35 +233,75 @@ def server_runs_of(runs: list[dict]) -> list[dict]:
     return sorted(runs, key=lambda r: r["run_after"])
 
 
-def _wait_for_optimize(server, count: int, timeout_s: float) -> list[dict]:
-    """Wait until `count` optimize runs succeeded; fail at the first failed one."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        runs = server.runs(OPTIMIZE)
-        failed = [r for r in runs if r["state"] == "failed"]
-        if failed:
-            raise AirflowRunFailed(server.describe_run(OPTIMIZE, failed[0]["dag_run_id"]))
-        if len(runs) >= count and all(r["state"] == "success" for r in runs):
-            return runs
+# The runs go one after the other (each DAG has max_active_runs=1, the backfill too, and every
+# writer holds the one-slot DuckDB pool): ingest day 1, its optimize, ingest day 2, ... On a busy
+# 2-core machine the six runs took more than 600 s, so the wait is on progress, not on a fixed
+# deadline: it fails when no task of either DAG has changed state or written to its log for
+# STALL_S, or after CAP_S.
+STALL_S = 600
+CAP_S = 3600
+
+
+def _progress(server, runs: dict[str, list[dict]]) -> tuple:
+    """What moves while the runs work: every run's state, the task states of those not finished and
+    how much the task logs hold."""
+    seen = []
+    for dag_id, dag_runs in runs.items():
+        for r in dag_runs:
+            tasks: tuple = ()
+            if r["state"] not in ("success", "failed"):
+                body = server.request(
+                    "GET",
+                    f"/api/v2/dags/{dag_id}/dagRuns/{r['dag_run_id']}/taskInstances",
+                    params={"limit": 100},
+                )
+                tasks = tuple(
+                    sorted(
+                        (t["task_id"], t.get("map_index", -1), str(t["state"]))
+                        for t in body["task_instances"]
+                    )
+                )
+            seen.append((dag_id, r["dag_run_id"], r["state"], tasks))
+    # A long task changes no state, but its log grows (the stages log what they read and wrote).
+    logs = server.home / "logs"
+    written = sum(f.stat().st_size for f in logs.rglob("*.log")) if logs.is_dir() else 0
+    return (written, *sorted(seen))
+
+
+def _wait_for_runs(
+    server, count: int, stall_s: float = STALL_S, cap_s: float = CAP_S
+) -> tuple[list[dict], list[dict]]:
+    """Wait until `count` backfill runs of the ingest and `count` optimize runs all succeeded; fail at
+    the first failed one, when nothing moved for `stall_s`, or after `cap_s`."""
+    started = last_move = time.monotonic()
+    last: tuple = ()
+    while True:
+        runs = {
+            INGEST: [r for r in server.runs(INGEST) if r["run_type"] == "backfill"],
+            OPTIMIZE: server.runs(OPTIMIZE),
+        }
+        for dag_id, dag_runs in runs.items():
+            failed = [r for r in dag_runs if r["state"] == "failed"]
+            if failed:
+                raise AirflowRunFailed(server.describe_run(dag_id, failed[0]["dag_run_id"]))
+        if all(
+            len(dag_runs) >= count and all(r["state"] == "success" for r in dag_runs)
+            for dag_runs in runs.values()
+        ):
+            return runs[INGEST], runs[OPTIMIZE]
+        now = time.monotonic()
+        progress = _progress(server, runs)
+        if progress != last:
+            last, last_move = progress, now
+        states = {
+            dag_id: [(r["dag_run_id"], r["state"]) for r in dag_runs] for dag_id, dag_runs in runs.items()
+        }
+        if now - last_move > stall_s or now - started > cap_s:
+            why = (
+                f"nothing moved for {now - last_move:.0f} s"
+                if now - last_move > stall_s
+                else f"not done in {cap_s:.0f} s"
+            )
+            raise AirflowRunFailed(f"{why} ({now - started:.0f} s in all): {states}")
         server.assert_alive()
         time.sleep(2)
-    raise AirflowRunFailed(
-        f"optimize not done in {timeout_s:.0f} s: {[(r['dag_run_id'], r['state']) for r in server.runs(OPTIMIZE)]}"
-    )
-
-
-def _wait_for_backfill(server, count: int, timeout_s: float) -> list[dict]:
-    """Wait until `count` backfill runs exist and all succeeded; fail at the first failed one."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        runs = [r for r in server.runs(INGEST) if r["run_type"] == "backfill"]
-        failed = [r for r in runs if r["state"] == "failed"]
-        if failed:
-            raise AirflowRunFailed(server.describe_run(INGEST, failed[0]["dag_run_id"]))
-        if len(runs) >= count and all(r["state"] == "success" for r in runs):
-            return runs
-        server.assert_alive()
-        time.sleep(1)
-    raise AirflowRunFailed(
-        f"backfill not done in {timeout_s:.0f} s: {[(r['dag_run_id'], r['state']) for r in runs]}"
-    )
