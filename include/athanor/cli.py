@@ -506,6 +506,56 @@ def _analyst_reading(path: Path, snapshot: bool, settings: Settings):
     return reading(path, snapshot=snapshot, settings=settings)
 
 
+def _cmd_plan(args: argparse.Namespace, settings: Settings) -> int:
+    """The latest night's plan, from the analysts' snapshot (`--live`: the warehouse, read-only)."""
+    import duckdb
+
+    from athanor.recommend import plan
+    from athanor.warehouse.snapshots import open_snapshot
+
+    live = args.live or not settings.snapshot.exists()
+    path = settings.warehouse if live else settings.snapshot
+    if not path.exists():
+        print(f"error: no warehouse at {path} (run `athanor run` or `make demo` first)", file=sys.stderr)
+        return 1
+    con = duckdb.connect(str(path), read_only=True) if live else open_snapshot(path)
+    try:
+        has_table = con.execute(
+            "select count(*) from duckdb_tables() where table_name = 'plan_steps' and schema_name = 'main'"
+        ).fetchone()[0]
+        found = plan.document(con) if has_table else None
+    finally:
+        con.close()
+    if found is None:
+        print(
+            f"error: {path} holds no plan yet (the nightly run's compose_plan stage writes it)",
+            file=sys.stderr,
+        )
+        return 1
+    if args.format == "json":
+        print(json.dumps(found, indent=2, default=_json_default))
+        return 0
+    rows = [
+        (
+            s["order"],
+            s["kind"],
+            s["scope"],
+            "yes" if s["counted"] else "apart",
+            "" if s["monthly_savings"] is None else f"{s['monthly_savings']:,.2f}",
+            ",".join(str(o) for o in s["assumes"]),
+            s["action"],
+        )
+        for s in found["steps"]
+    ]
+    print(
+        f"plan of {found['as_of']}: {found['total_monthly_savings']:,.2f} {found['currency']} a month (counted steps)"
+    )
+    print(
+        format_rows(["order", "kind", "scope", "counted", "monthly saving", "after", "action"], rows, "table")
+    )
+    return 0
+
+
 def _cmd_anomalies(args: argparse.Namespace, settings: Settings) -> int:
     """Daily cost anomalies per service, account and team (athanor.watch.anomalies), nothing written."""
     from athanor.watch.anomalies import describe_line, find_anomalies
@@ -777,6 +827,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--format", choices=["table", "json"], default="table", help="output of `list` (default: table)"
     )
     p.set_defaults(func=_cmd_quarantine)
+
+    p = sub.add_parser(
+        "plan",
+        help="the latest night's plan for the GPU fleet, in order, with the saving of each step",
+    )
+    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.add_argument("--live", action="store_true", help="read the warehouse itself instead of the snapshot")
+    p.set_defaults(func=_cmd_plan)
 
     p = sub.add_parser("anomalies", help="daily cost anomalies per service, account and team")
     p.add_argument("--warehouse", help="DuckDB file (read-only; default: the published snapshot)")

@@ -409,6 +409,20 @@ def recommend_mix(run: RunContext) -> dict:
     return result
 
 
+def compose_plan(run: RunContext) -> dict:
+    """One plan in order (idle, GPU moves, commitments, spot, storage) from the recommenders' rows."""
+    from athanor.recommend import plan
+
+    con = run.connect()
+    try:
+        as_of = _as_of(run, con)
+        result = plan.compose_plan(con, run.run_id, as_of)
+    finally:
+        con.close()
+    logger.info("compose_plan for %s: %s", as_of, _brief(result))
+    return result
+
+
 def recommend_lifecycle(run: RunContext) -> dict:
     """Checkpoint-storage policies per bucket, priced over 12 months."""
     from athanor.recommend import nightly as recommend
@@ -654,17 +668,30 @@ STAGES: tuple[Stage, ...] = (
         # One fit per workload group, spread over the workers.
         fan_out=FanOut(plan_fits, fit_group, store_fits),
     ),
-    Stage("recommend_mix", "athanor_optimize", recommend_mix, after=("fit_durations",)),
     Stage("recommend_lifecycle", "athanor_optimize", recommend_lifecycle),
     Stage("measure_gpus", "athanor_optimize", measure_gpus),
     # The GPU plan's carbon estimate takes the utilisation measure_gpus measured.
     Stage("recommend_gpus", "athanor_optimize", recommend_gpus, after=("measure_gpus",)),
+    # Commitments and spot are sized on the demand the idle stops and GPU moves leave (the plan).
     Stage("watch_spend", "athanor_optimize", watch_spend),
+    # The commitments say how their quantity changes without the days the spend watch flags.
+    Stage(
+        "recommend_mix",
+        "athanor_optimize",
+        recommend_mix,
+        after=("fit_durations", "measure_gpus", "recommend_gpus", "watch_spend"),
+    ),
+    Stage(
+        "compose_plan",
+        "athanor_optimize",
+        compose_plan,
+        after=("recommend_mix", "recommend_lifecycle", "recommend_gpus"),
+    ),
     Stage(
         "publish",
         "athanor_optimize",
         publish,
-        after=("recommend_mix", "recommend_lifecycle", "recommend_gpus", "watch_spend"),
+        after=("compose_plan",),
         emits="athanor_report",
         records_itself=True,
     ),

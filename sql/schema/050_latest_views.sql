@@ -111,3 +111,15 @@ with latest as (
     select run_id from dq_results order by checked_at desc, run_id desc limit 1
 )
 select dq_results.* from dq_results semi join latest using (run_id);
+
+create or replace view latest_plan_steps as
+with runs as (
+    select t.run_id, max(t.as_of) as as_of, max(p.finished_at) as finished_at
+    from (select distinct run_id, as_of from plan_steps) as t
+    left join pipeline_runs as p using (run_id)
+    group by t.run_id
+),
+latest as (
+    select run_id from runs order by as_of desc nulls last, finished_at desc nulls last, run_id desc limit 1
+)
+select plan_steps.* from plan_steps semi join latest using (run_id);

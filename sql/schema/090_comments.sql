@@ -206,6 +206,18 @@ comment on column gpu_plan.benchmark_first is 'True when the saving changes sign
 comment on column gpu_plan.counted is 'True when the plan counts the move: it moves, saves, and is not benchmark_first.';
 comment on column gpu_plan.gpu_window_min is 'Fewest GPUs a configuration was considered with: half the fewest the class ran on (GPUs^alpha is not extrapolated beyond 2x).';
 comment on column gpu_plan.gpu_window_max is 'Most GPUs a configuration was considered with: twice the most the class ran on.';
+comment on table plan_steps is 'The plan for the GPU fleet, in the order to act: idle capacity, GPU moves, spot, commitments, storage, then what is listed apart and not counted (athanor plan prints the latest). Grain: one row per step per optimize run. Money in USD per 730-hour month.';
+comment on column plan_steps.run_id is 'The optimize run that composed the plan.';
+comment on column plan_steps.as_of is 'The day the run was for.';
+comment on column plan_steps.step_order is 'The step''s place in the plan, 1 first.';
+comment on column plan_steps.kind is 'idle_capacity | gpu_choice | spot | reserved_instances | savings_plan | lifecycle | ebs (counted) or gpu_choice (benchmark first) | underused_gpu | checkpointing (listed apart).';
+comment on column plan_steps.scope is 'What the step acts on: a pool (family/region), a workload class, a bucket prefix.';
+comment on column plan_steps.counted is 'Whether the plan''s total adds this step; steps listed apart (moves to benchmark first, fewer GPUs, checkpointing) are not added.';
+comment on column plan_steps.monthly_savings_usd is 'What the step saves a month, sized after the steps in assumes; the GPU steps are one chain of costs from today''s GPU bill to the plan''s.';
+comment on column plan_steps.assumes is 'JSON list of the step_order of the earlier steps this one is sized after.';
+comment on column plan_steps.action is 'The step in one sentence a person can act on.';
+comment on column plan_steps.evidence is 'What the saving rests on: the fleet''s own runs, telemetry or bill, a published benchmark, a datasheet, or an assumption.';
+comment on column plan_steps.detail is 'The step''s kind-specific fields as athanor plan prints them (speed-up and break-even of a move; units, term, commitment_usd, break-even and expected utilisation of a commitment; interruption rates and completion of each spot class).';
 comment on table recommendations is 'Recommended actions with their money. Grain: one row per recommended action (kind, scope) per optimize run. Money in USD per 730-hour month unless named otherwise.';
 comment on column recommendations.run_id is 'The optimize run that recommended it.';
 comment on column recommendations.as_of is 'The day the run was for.';
@@ -444,6 +456,7 @@ comment on column schema_migrations.applied_at is 'When it was last applied (UTC
 -- shows the table's meanings); the latest run is the newest as_of's run that finished last.
 comment on view latest_duration_fits is 'duration_fits of the latest run that fitted any (the newest as_of; of its runs, the one that finished last). Grain: one row per workload group.';
 comment on view latest_recommendations is 'recommendations of the latest run that made any (the newest as_of; of its runs, the one that finished last), as reports/latest shows them. Grain: one row per recommended action (kind, scope).';
+comment on view latest_plan_steps is 'plan_steps of the latest run that composed a plan (the newest as_of; of its runs, the one that finished last), as reports/latest and athanor plan show it. Grain: one row per step.';
 comment on view latest_backtests is 'backtests of the latest run that scored any (the newest as_of; of its runs, the one that finished last). Grain: one row per scenario, policy and scored month.';
 comment on view latest_gpu_plan is 'gpu_plan of the latest run that planned (the newest as_of; of its runs, the one that finished last). Grain: one row per workload class.';
 comment on view latest_spend_anomalies is 'spend_anomalies of the latest run that found any (the newest as_of; of its runs, the one that finished last). Grain: one row per scope, day and kind.';

@@ -104,6 +104,7 @@ def test_warehouse_writers_share_one_pool(dagbag) -> None:
         "measure_gpus",
         "recommend_gpus",
         "watch_spend",
+        "compose_plan",
         "publish",
     }
     assert {name for name, stage in STAGE.items() if stage.writes_warehouse} == writers

@@ -324,33 +324,88 @@ def _recommendations(pub: Published) -> list[dict[str, Any]]:
     return pub.document["recommendations"]
 
 
-def test_headline_is_the_sum_of_actions_that_do_not_overlap(published: Published) -> None:
-    recs = _recommendations(published)
-    query = published.query(
-        """select sum(estimated_monthly_savings_amount)::double from recommendations
-           where run_id = ? and not list_contains(?, kind) and estimated_monthly_savings_amount is not null""",
-        [published.run_id, [*TOTALS, *ALTERNATIVES]],
-    )[0][0]
+def test_headline_is_the_plans_counted_steps(published: Published) -> None:
+    """The headline, the plan's total in JSON, on the page and from `athanor plan`, is the sum of
+    the plan's counted steps in the warehouse."""
+    (query, counted) = published.query(
+        "select coalesce(sum(monthly_savings_usd), 0)::double, count(*) from plan_steps "
+        "where run_id = ? and counted",
+        [published.run_id],
+    )[0]
     headline = published.document["summary"]["monthly_savings_amount"]
-    if not recs:
-        reconcile(published, "headline saving (no recommendation)", headline, query)
-        assert "no data yet: no recommendation with a saving" in published.html
-        return
-    reconcile(published, "headline saving (JSON)", headline, round(query, 2))
+    plan = published.document["plan"]
+    reconcile(published, "headline saving (JSON) = plan's counted steps", headline, round(query, 2))
+    reconcile(
+        published, "plan total (JSON) = plan's counted steps", plan["total_monthly_savings"], round(query, 2)
+    )
+    reconcile(published, "plan total = sum of its counted steps (JSON)", plan["total_monthly_savings"],
+              round(sum(s["monthly_savings"] or 0 for s in plan["steps"] if s["counted"]), 2))  # fmt: skip
     page = re.search(r'id="headline-saving">(-?\$[\d,]+)/mo', published.html)
     reconcile(published, "headline saving (page, whole $)", dollars(page[1]), round(query))
-    totals = published.query(
-        """select sum(estimated_monthly_savings_amount)::double from recommendations
-           where run_id = ? and list_contains(?, kind)""",
-        [published.run_id, list(TOTALS)],
-    )[0][0]
-    reconcile(
-        published, "headline = fleet mix + checkpoint storage totals", round(headline, 2), round(totals, 2)
-    )
-    top = published.document["summary"]["top_actions"]
-    assert all(a["kind"] not in (*TOTALS, *ALTERNATIVES) for a in top), (
-        "no total or alternative among the top actions"
-    )
+    page = re.search(r'id="plan-total">(-?\$[\d,]+)/mo', published.html)
+    reconcile(published, "plan total (page, whole $)", dollars(page[1]), round(query))
+    assert counted == sum(1 for s in plan["steps"] if s["counted"])
+    assert all(s["kind"] not in TOTALS for s in plan["steps"]), "no total is a step"
+
+
+def test_the_page_plan_is_athanor_plan(published: Published) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ATHANOR_")}
+    env["ATHANOR_HOME"] = str(published.home)
+    done = subprocess.run([ATHANOR, "plan", "--format", "json"], cwd=published.home, env=env,
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    printed = json.loads(done.stdout)
+    assert printed == published.document["plan"]
+    rows = re.findall(r'<tr data-kind="([a-z_]+)" data-order="(\d+)">', published.html)
+    assert [(k, int(o)) for k, o in rows] == [
+        (s["kind"], s["order"]) for s in printed["steps"] if s["counted"]
+    ]
+    RECONCILED.append((published.name, "plan on the page = athanor plan (steps)", str(len(rows)), "same"))
+
+
+GPU_STEPS = ("idle_capacity", "gpu_choice", "spot", "reserved_instances", "savings_plan")
+
+
+def test_the_plans_gpu_steps_add_up_to_the_bill_less_the_plans_cost(published: Published) -> None:
+    """One chain of costs: the counted GPU steps sum to today's GPU bill of the planned pools less
+    the plan's cost of the same work, and each step's assumes names only earlier steps."""
+    mix = next((r for r in _recommendations(published) if r["kind"] == "mix"), None)
+    if mix is None:
+        pytest.skip(f"{published.name}: no GPU usage, no plan for GPUs")
+    steps = [s for s in published.document["plan"]["steps"] if s["counted"] and s["kind"] in GPU_STEPS]
+    attribution = mix["detail"]["attribution"]
+    start, end = published.period
+    (bill,) = published.query(
+        f"""select sum(cast(f.effective_cost as double)) * {HOURS_PER_MONTH} / ({WINDOW_DAYS} * 24)
+            from billing_facts as f join ref_instance_types as ref on ref.instance_type = f.x_instance_type
+            join ref_instance_families as r on r.instance_family = f.x_instance_family
+            where f.x_usage_hours > 0 and f.charge_category = 'Usage' and f.billing_currency = 'USD'
+              and f.charge_period_start >= ? and f.charge_period_start < ?""",
+        [start, end],
+    )[0]
+    reconcile(published, "plan's GPU steps = bill - plan's GPU cost",
+              round(sum(s["monthly_savings"] for s in steps), 2),
+              round(bill - attribution["planned_monthly_cost"], 2), tolerance=0.005 * len(steps))  # fmt: skip
+    for s in published.document["plan"]["steps"]:
+        assert all(o < s["order"] for o in s["assumes"]), f"step {s['order']} assumes a later step"
+
+
+def test_no_counted_commitment_on_a_pool_whose_demand_after_the_moves_is_below_it(
+    published: Published,
+) -> None:
+    mix = next((r for r in _recommendations(published) if r["kind"] == "mix"), None)
+    if mix is None:
+        pytest.skip(f"{published.name}: no GPU usage, no commitments")
+    demand = mix["detail"]["plan"]["demand_by_pool"]
+    held = {p["pool"]: p["existing_quantity_avg"] for p in mix["detail"]["pools"]}
+    for s in published.document["plan"]["steps"]:
+        if s["kind"] != "reserved_instances" or not s["counted"]:
+            continue
+        average = demand[s["pool"]]["after_moves"] / HOURS_PER_MONTH  # units an hour, after the moves
+        RECONCILED.append((published.name, f"{s['pool']}: held + bought units <= demand after the moves",
+                           f"{held[s['pool']]:.2f} + {s['units']:g}", f"{average:.2f}"))  # fmt: skip
+        assert held[s["pool"]] + s["units"] <= average
+        assert s["expected_utilization"] >= s["break_even_utilization"]
+        assert s["commitment_usd"] > 0 and s["term_months"] in (12, 36)
 
 
 def _sum_of(pub: Published, kinds: tuple[str, ...]) -> float:

@@ -283,11 +283,12 @@ def test_run_runs_the_declared_stages_in_order(
         ("load", ({"stage": "land"},)),
         ("validate", (loaded,)),
         ("fit_durations", ()),
-        ("recommend_mix", ()),
         ("recommend_lifecycle", ()),
         ("measure_gpus", ()),
         ("recommend_gpus", ()),
         ("watch_spend", ()),
+        ("recommend_mix", ()),
+        ("compose_plan", ()),
         ("publish", ()),
     ]
     # That is the declared order, and every stage ran after the ones it waits for.

@@ -182,6 +182,7 @@ def test_recommendations_on_a_gcp_fleet_without_buckets(nightly) -> None:
     assert summaries["recommend_gpus"] == {
         "classes": 0,
         "moves": 0,
+        "benchmark_first": 0,
         "estimated_monthly_savings_amount": 0,
         "deadline_slack": 1.5,
         "skipped": [],
@@ -550,10 +551,11 @@ def test_stages_of_each_dag_in_flow_order() -> None:
     assert [s.name for s in flow.stages_of("athanor_ingest")] == ["land", "load", "validate"]
     assert [s.name for s in flow.stages_of("athanor_optimize")] == [
         "fit_durations",
-        "recommend_mix",
         "recommend_lifecycle",
         "measure_gpus",
         "recommend_gpus",
         "watch_spend",
+        "recommend_mix",
+        "compose_plan",
         "publish",
     ]

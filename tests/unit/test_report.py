@@ -342,6 +342,7 @@ def test_every_section_says_no_data_yet_on_an_empty_warehouse(
     html = paths.html.read_text()
     sections = {part.split('"', 1)[0]: part for part in html.split('<section id="')[1:]}
     assert set(sections) == {
+        "plan",
         "summary",
         "spend",
         "commitments",
@@ -408,7 +409,7 @@ def test_neutralise(cell: object, expected: object) -> None:
 def test_exports_json_csv_and_lifecycle(warehouse: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
     paths = build_report(warehouse, AS_OF, tmp_path / "reports", "run-1")
     doc = json.loads(paths.recommendations_json.read_text())
-    assert doc["schema_version"] == "1.1"
+    assert doc["schema_version"] == "2.0"
     assert doc["as_of"] == "2026-11-30"
     assert [r["kind"] for r in doc["recommendations"]] == [
         "reserved_instances",

@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 
 from athanor.publish.data import ReportData
 
-SCHEMA_VERSION = "1.1"  # of recommendations.json and lifecycle.json; see docs/recommendations-schema.md
+SCHEMA_VERSION = "2.0"  # of recommendations.json and lifecycle.json; see docs/recommendations-schema.md
 
 # Every float published in the JSON and CSV files is rounded here (`published`), by what it
 # measures, so that the same input gives the same bytes: the recommenders' sums are not
@@ -82,10 +82,10 @@ RECOMMENDATION_CSV_FIELDS = (
     "as_of",
 )
 HOW_COUNTED = (
-    "Each action is counted once. The fleet mix and checkpoint storage rows are the totals of the "
-    "actions under them (part_of names the total), so the headline adds the actions and leaves the "
-    "totals out; the mix's actions are steps from today's bill to the plan, one after the other, so "
-    "they add up to the mix's saving exactly."
+    "The plan's total: the sum of its counted steps (plan.steps with counted true), each sized after "
+    "the steps it names in assumes. Its GPU steps are one chain of costs from today's GPU bill to "
+    "the plan's, so they add up to their difference exactly; steps listed apart (moves to "
+    "benchmark first, fewer GPUs, checkpointing) are not added."
 )
 
 CONTENT_TYPES = {
@@ -169,6 +169,16 @@ def recommendations_document(data: ReportData) -> dict[str, Any]:
                 "monthly_savings_how_counted": HOW_COUNTED,
                 "top_actions": [
                     {
+                        "order": st["order"],
+                        "kind": st["kind"],
+                        "scope": st["scope"],
+                        "estimated_monthly_savings_amount": st["monthly_savings"],
+                    }
+                    for st in data.top_plan_steps
+                ]
+                if data.plan is not None
+                else [
+                    {
                         "kind": r.kind,
                         "scope": r.scope,
                         "part_of": r.part_of,
@@ -178,6 +188,7 @@ def recommendations_document(data: ReportData) -> dict[str, Any]:
                     for r in data.top_actions
                 ],
             },
+            "plan": data.plan,
             "recommendations": recs,
         }
     )

@@ -23,6 +23,7 @@ from athanor.publish.intake_section import Intake, load_intake
 from athanor.publish.queries import report_rows
 from athanor.publish.spend_watch_section import SpendWatch, load_spend_watch
 from athanor.recommend.nightly import ALTERNATIVES, TOTALS
+from athanor.recommend.plan import document as plan_document
 
 PERIOD_DAYS = 30  # "this period": the 30 days ending on as_of, compared with the 30 before
 WEEKS = 13  # a quarter of weekly history in the spend charts
@@ -348,6 +349,8 @@ class ReportData:
     spend_watch: SpendWatch | None = None  # None: no spend watch tables in this warehouse
     gpu_usage: GpuUsage | None = None  # None: no gpu_usage_hourly table in this warehouse
     intake: Intake | None = None  # what the night loaded and held back (None: not read)
+    # The run's plan (athanor.recommend.plan.document): what `athanor plan` prints; None: none composed.
+    plan: dict[str, Any] | None = None
 
     @property
     def as_of(self) -> date:
@@ -370,8 +373,29 @@ class ReportData:
         return [r for r in self.recommendations if r.is_alternative]
 
     @property
+    def plan_steps(self) -> list[dict[str, Any]]:
+        return list(self.plan["steps"]) if self.plan else []
+
+    @property
+    def plan_counted(self) -> list[dict[str, Any]]:
+        return [s for s in self.plan_steps if s["counted"]]
+
+    @property
+    def top_plan_steps(self) -> list[dict[str, Any]]:
+        """The three counted steps that save the most a month, in the plan's order."""
+        best = sorted(self.plan_counted, key=lambda s: -(s["monthly_savings"] or 0.0))[:3]
+        return sorted((s for s in best if (s["monthly_savings"] or 0) > 0), key=lambda s: s["order"])
+
+    @property
+    def plan_apart(self) -> list[dict[str, Any]]:
+        return [s for s in self.plan_steps if not s["counted"]]
+
+    @property
     def headline_saving(self) -> float | None:
-        """The monthly saving of all actions together: the sum of non-overlapping actions."""
+        """The monthly saving: the plan's total (its counted steps) where the run composed one,
+        else the sum of non-overlapping actions."""
+        if self.plan is not None:
+            return self.plan["total_monthly_savings"]
         actions = self.actions
         if not actions:
             return None
@@ -574,4 +598,5 @@ def load_report_data(con: duckdb.DuckDBPyConnection, as_of: date, run_id: str) -
         if _has_table(con, "gpu_usage_hourly")
         else None,
         intake=load_intake(con),
+        plan=plan_document(con, run_id) if _has_table(con, "plan_steps") else None,
     )

@@ -90,9 +90,16 @@ def mix_parts(
     existing_by_pool: Mapping[str, Sequence[Sequence[float]]] | None,
     gpus_per_unit_by_pool: Mapping[str, float],
     prices: mix.MixPrices,
+    earlier: Sequence[tuple[str, str, tuple[str, ...], pd.DataFrame]] = (),
+    today: pd.DataFrame | None = None,
 ) -> MixParts:
     """The chain of monthly costs from the current bill to the plan, over the same demand and
-    commitments `recommend_mix` was given (`window`, `classes`, `existing_by_pool`)."""
+    commitments `recommend_mix` was given (`window`, `classes`, `existing_by_pool`).
+
+    `today`, `earlier`: where the mix was planned on demand the plan changed first (idle stops,
+    GPU moves: `athanor.recommend.plan`), today's demand (hour x pool) and the demand after each
+    of those steps, (kind, scope, pools, hour x pool) in order. Spot is then measured on today's
+    demand, each such step next, at the mix's prices, and the purchases last."""
     wide = pivot_demand(window)
     pools = [str(p) for p in wide.columns]
     hours = wide.shape[0]
@@ -118,10 +125,14 @@ def mix_parts(
     bought = [plans[p] for p in pools]
     none = [replace(p, plan=replace(p.plan, commit_units=0)) for p in bought]
 
-    def cost(pool_plans: Sequence[mix.PoolPlan], hourly: float) -> mix.MixCosts:
+    def cost(pool_plans: Sequence[mix.PoolPlan], hourly: float, demand: pd.DataFrame = wide) -> mix.MixCosts:
         return mix._mix_costs(
-            wide, od_rates, shares, pool_plans, existing_hourly, existing_rate, sp_disc, hourly, gpus
+            demand, od_rates, shares, pool_plans, existing_hourly, existing_rate, sp_disc, hourly, gpus
         )
+
+    def aligned(demand: pd.DataFrame) -> pd.DataFrame:
+        """`demand` with `wide`'s hours and pools (a pool it lacks: no demand)."""
+        return demand.reindex(columns=wide.columns, fill_value=0.0).set_axis(wide.index, axis=0)
 
     on_spot = {j.job_class for j in rec.job_classes if j.uses_spot}
     spot_pools = (
@@ -135,9 +146,13 @@ def mix_parts(
     )
     steps: list[tuple[str, str, tuple[str, ...], float]] = []
     previous = float(current_bill_usd)
-    after_spot = cost(none, 0.0).total_usd
+    after_spot = cost(none, 0.0, aligned(today) if today is not None and earlier else wide).total_usd
     steps.append(("spot", "job classes", spot_pools or tuple(pools), previous - after_spot))
     previous = after_spot
+    for kind, scope, touched, demand in earlier:
+        now = cost(none, 0.0, aligned(demand)).total_usd
+        steps.append((kind, scope, touched, previous - now))
+        previous = now
     chain = list(none)
     for j, pool in enumerate(pools):
         if bought[j].plan.commit_units <= 0:

@@ -53,6 +53,9 @@ class MixPrices:
     simulated_jobs_per_job: int = 20
     # Whether tune and production stay off spot (athanor.recommend.phases): evidence | strict | off.
     spot_phase_policy: str = "evidence"
+    # The longest term a pool's evidence supports (athanor.recommend.plan.term_limits); a pool not
+    # named may take any offer.
+    max_term_months_by_pool: Mapping[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -470,6 +473,15 @@ def _spot_shares(
     return shares
 
 
+def offers_for(prices: MixPrices, pool: str) -> tuple[CommitmentOffer, ...]:
+    """The offers a pool may take: none longer than its term limit (the shortest if all are)."""
+    limit = (prices.max_term_months_by_pool or {}).get(pool)
+    if limit is None:
+        return prices.offers
+    allowed = tuple(o for o in prices.offers if o.term_months <= limit)
+    return allowed or (min(prices.offers, key=lambda o: o.term_months),)
+
+
 def _committable(units: np.ndarray, pool: _PoolSpot) -> np.ndarray:
     """The hourly demand commitments are sized on: without spot work, nor explore work on on-demand.
 
@@ -616,7 +628,7 @@ def recommend_mix(
         )
         base = _committable(wide[pool].to_numpy(dtype=float), shares.get(pool, _PoolSpot()))
         plans = plan_terms(
-            base, od_rates[j], prices.offers, held, prices.annual_demand_decline,
+            base, od_rates[j], offers_for(prices, pool), held, prices.annual_demand_decline,
             min_utilization=prices.min_utilization,
         )  # fmt: skip
         found = shares.get(pool, _PoolSpot())

@@ -19,8 +19,9 @@ import numpy as np
 import pandas as pd
 
 from athanor.model.demand import ClassDurations, class_durations
-from athanor.recommend import attribution, mix, spot
+from athanor.recommend import attribution, mix, plan, spot
 from athanor.recommend.backtest import backtest, backtest_synthetic_scenarios
+from athanor.recommend.commitments import CommitPlan, best_plan, commitment_cost, existing_profile, plan_terms
 from athanor.reference import BUCKET_MONTHLY_FRACTION, HOURS_PER_MONTH, HOURS_PER_YEAR, instance, spot_advice
 from athanor.settings import PRICING_ASSUMPTIONS, Settings, pricing_value
 from athanor.warehouse import insert_rows, sql, transaction
@@ -268,6 +269,10 @@ def recommend_purchases(
         classes["p90_duration_h"] = np.maximum(classes["p90_duration_h"], classes["median_duration_h"])
     gpus_per_unit = {p: float(ref.loc[p.split("/")[0], "gpus"]) for p in window["pool"].unique()}
     current_bill = float(demand["effective_cost_usd"].sum()) * HOURS_PER_MONTH / (PLANNING_WINDOW_DAYS * 24)
+    # The plan's first two steps, as demand: idle capacity stopped, then the GPU plan's counted
+    # moves; commitments and spot are sized on what remains (athanor.recommend.plan).
+    steps = _plan_steps_demand(con, run_id, window, existing, gpus_per_unit, start, end)
+    window, gpus_per_unit = steps.adjusted.long(), steps.adjusted.gpus_per_unit
     prices = mix.MixPrices(
         offers=(
             mix.CommitmentOffer(12, "no_upfront", a.one_year_ratio, 0.0),
@@ -276,6 +281,7 @@ def recommend_purchases(
         sp_discount_by_pool={p: a.savings_plan_discount for p in window["pool"].unique()},
         min_utilization=a.commit_min_utilization,
         spot_phase_policy=a.spot_phase_policy,
+        max_term_months_by_pool={p: t.max_term_months for p, t in steps.terms.items() if t.max_term_months},
     )
     rec = mix.recommend_mix(
         window,
@@ -297,8 +303,19 @@ def recommend_purchases(
         existing_by_pool=existing,
         gpus_per_unit_by_pool=gpus_per_unit,
         prices=prices,
+        earlier=[(kind, scope, pools, state) for kind, scope, pools, state in steps.adjusted.states],
+        today=steps.adjusted.before,
     )
     summary["attribution"] = parts.to_dict()
+    summary["plan"] = steps.to_dict(parts)
+    flagged = {
+        day
+        for (day,) in con.execute(
+            "select distinct day from spend_anomalies where run_id = ? and day >= ? and day < ?",
+            [run_id, start.date(), end.date()],
+        ).fetchall()
+    }
+    commitments = commitment_facts(rec, steps, a, prices, existing, flagged)
     summary["explanation"] = one_baseline(mix.explain(rec), rec)
     used = {
         **a.to_dict(),
@@ -318,7 +335,7 @@ def recommend_purchases(
         "interruption_history_days": INTERRUPTION_HISTORY_DAYS,
     }
     backtests = _backtests(con, as_of, a)
-    _store_mix(con, run_id, as_of, rec, summary, used, backtests)
+    _store_mix(con, run_id, as_of, rec, summary, used, backtests, commitments)
     return {
         "pools": len(rec.pools),
         "estimated_monthly_savings_amount": round(parts.saving_usd, 2),
@@ -327,6 +344,160 @@ def recommend_purchases(
         else 0.0,
         "explanation": summary["explanation"],
     }
+
+
+@dataclass(frozen=True)
+class PlanDemand:
+    """The demand the mix is planned on, after the plan's idle stops and counted GPU moves."""
+
+    adjusted: plan.Adjusted
+    terms: dict[str, plan.TermLimit]
+    moves: list[plan.Move]
+    idle_pool_of_scope: dict[str, str]  # idle_gpu scope (team/instance type) -> its pool
+    held: pd.DataFrame  # hour x pool, units of commitments held
+
+    def to_dict(self, parts: attribution.MixParts) -> dict[str, Any]:
+        return {
+            "order": "idle capacity, then the GPU plan's counted moves; spot and commitments on what remains",
+            "idle_shares": self.adjusted.idle_shares,
+            "idle_savings": {p.scope: p.saving_usd for p in parts.parts if p.kind == "idle_capacity"},
+            "idle_pool_of_scope": self.idle_pool_of_scope,
+            "move_savings": {p.scope: p.saving_usd for p in parts.parts if p.kind == "gpu_choice"},
+            "move_pools": {m.job_class: [m.from_pool, m.to_pool] for m in self.moves},
+            "saving_basis": "steps of the purchase mix's chain of costs: spot on today's demand, then "
+            "each idle stop and move priced as the mix prices the hours it removes and adds (held "
+            "commitments first), hour by hour; a move's new pool at on-demand list prices",
+            "demand_by_pool": self.adjusted.demand_by_pool(),
+            "term_rule": {p: t.reason for p, t in self.terms.items()},
+        }
+
+
+def _plan_steps_demand(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    window: pd.DataFrame,
+    existing: dict[str, list[tuple[float, float]]],
+    gpus_per_unit: dict[str, float],
+    start: datetime,
+    end: datetime,
+) -> PlanDemand:
+    wide = window.pivot_table(index="hour", columns="pool", values="units", aggfunc="sum").fillna(0.0)
+    wide.columns = [str(c) for c in wide.columns]
+    rates = window.groupby("pool")["on_demand_rate"].mean().to_dict()
+    held = pd.DataFrame(
+        {p: existing_profile(existing.get(p, []), len(wide)) for p in wide.columns}, index=wide.index
+    )
+    pool_of_family = dict(con.execute(sql("marts/family_pools")).fetchall())
+    idle, idle_pool = plan.idle_units(con, run_id, pool_of_family, gpus_per_unit)
+    moves = plan.counted_moves(con, run_id, pool_of_family, gpus_per_unit)
+    occupancy = plan.class_occupancy(con, pd.DatetimeIndex(wide.index), [m.job_class for m in moves])
+    adjusted = plan.adjust_demand(wide, rates, gpus_per_unit, idle, moves, occupancy)
+    # The 30 days before the window, and how long the bill has shown each pool: the term rule.
+    previous = dict(
+        con.execute(
+            "select pool, sum(units) from mart_gpu_demand_hourly where hour >= ? and hour < ? group by pool",
+            [start - (end - start), start],
+        ).fetchall()
+    )
+    history = dict(
+        con.execute(
+            "select pool, count(distinct cast(hour as date)) from mart_gpu_demand_hourly "
+            "where hour < ? and units > 0 group by pool",
+            [end],
+        ).fetchall()
+    )
+    terms = plan.term_limits(
+        {p: float(adjusted.before[p].sum()) for p in adjusted.before.columns},
+        {p: float(adjusted.after_moves[p].sum()) for p in adjusted.after_moves.columns},
+        {p: float(v) for p, v in previous.items()},
+        {p: int(v) for p, v in history.items()},
+    )
+    return PlanDemand(adjusted, terms, moves, idle_pool, held)
+
+
+def commitment_facts(
+    rec: mix.MixRecommendation,
+    steps: PlanDemand,
+    a: PricingAssumptions,
+    prices: mix.MixPrices,
+    existing: dict[str, list[tuple[float, float]]],
+    flagged: set[date],
+) -> dict[str, dict[str, Any]]:
+    """What each recommended commitment commits to: units, term, the total payable over the term,
+    break-even utilisation and month, expected utilisation, its saving if demand falls 20 % and if
+    the plan's moves are not made (hour by hour on the pool's committable demand), and the units the
+    same rule buys when the days the spend watch flagged are left out of the window."""
+    out: dict[str, dict[str, Any]] = {}
+    month = HOURS_PER_MONTH / len(steps.adjusted.after_moves)
+    days = pd.DatetimeIndex(steps.adjusted.after_moves.index).date
+    calm = np.array([d not in flagged for d in days])
+    for p in rec.pools:
+        c = p.plan
+        if c.commit_units <= 0:
+            continue
+        keep = max(1.0 - p.spot_share - p.uncommitted_share, 0.0)
+        held = steps.held[p.pool].to_numpy() if p.pool in steps.held else 0.0
+
+        def saving(demand: np.ndarray, c: CommitPlan = c, held: Any = held) -> float:
+            without = commitment_cost(demand, 0.0, c.commit_rate, c.on_demand_rate, held)
+            with_units = commitment_cost(demand, c.commit_units, c.commit_rate, c.on_demand_rate, held)
+            return round((without - with_units) * month, 2)
+
+        after = steps.adjusted.after_moves[p.pool].to_numpy() * keep
+        before = (
+            steps.adjusted.after_idle[p.pool].to_numpy() * keep
+            if p.pool in steps.adjusted.after_idle
+            else after * 0
+        )
+        monthly = c.recurring_hourly_cost * HOURS_PER_MONTH
+        without_flagged = (
+            best_plan(
+                plan_terms(
+                    after[calm],
+                    c.on_demand_rate,
+                    mix.offers_for(prices, p.pool),
+                    existing.get(p.pool, []),
+                    prices.annual_demand_decline,
+                    min_utilization=prices.min_utilization,
+                )  # fmt: skip
+            ).commit_units
+            if calm.any() and not calm.all()
+            else c.commit_units
+        )
+        out[p.pool] = {
+            "units": c.commit_units,
+            "term_months": c.term_months,
+            "commitment_usd": round(monthly * c.term_months + c.upfront_cost, 2),
+            "break_even_utilization": round(c.break_even_utilization, 4),
+            "break_even_month": c.break_even_months if c.upfront_cost > 0 else (1 if c.savings > 0 else None),
+            "expected_utilization": round(c.purchase_utilization, 4),
+            "saving_if_demand_falls_20pct": saving(after * 0.8),
+            "saving_if_moves_not_made": saving(before),
+            "term_rule": steps.terms[p.pool].reason if p.pool in steps.terms else None,
+            "flagged_days": sorted(d.isoformat() for d in flagged),
+            "units_without_flagged_days": without_flagged,
+            "rates": (
+                f"{a.one_year_ratio if c.term_months == 12 else a.three_year_ratio:.2f}x on-demand: an assumed "
+                "discount (settings ATHANOR_COMMIT_DISCOUNT_1Y/3Y), not a published rate; enter a quote there"
+            ),
+            "evidence": "the bill's hourly demand of the pool after the idle stops and moves, less spot's share",
+        }
+    if rec.savings_plan is not None and rec.hourly_commitment > 0:
+        sp = rec.savings_plan
+        out["all pools"] = {
+            "units": None,
+            "hourly_commitment": rec.hourly_commitment,
+            "term_months": 12,
+            "commitment_usd": round(rec.hourly_commitment * HOURS_PER_MONTH * 12, 2),
+            "break_even_utilization": round(1.0 - a.savings_plan_discount, 4),
+            "break_even_month": 1 if (sp.savings or 0) > 0 else None,
+            "expected_utilization": getattr(sp, "utilization", None),
+            "term_rule": "1 year: the savings plan's term",
+            "rates": f"{a.savings_plan_discount:.0%} off on-demand: an assumed discount (setting "
+            "ATHANOR_SAVINGS_PLAN_DISCOUNT), not a published rate",
+            "evidence": "the bill's hourly demand after the idle stops, moves and reservations",
+        }
+    return out
 
 
 def spot_rates_billed(
@@ -595,7 +766,10 @@ def _store_mix(
     summary: dict[str, Any],
     used: dict[str, Any],
     backtests: pd.DataFrame,
+    commitments: dict[str, dict[str, Any]] | None = None,
 ) -> None:
+    """The mix's rows; `commitments`: each commitment row's plan facts (`commitment_facts`), by scope."""
+    facts = commitments or {}
     assumptions = json.dumps(used, default=str)
     rows = []
     for p in rec.pools:
@@ -622,7 +796,7 @@ def _store_mix(
                 p.plan.coverage,
                 p.plan.break_even_months,
                 "commitment outlives demand if it falls",
-                p.to_dict(),
+                {**p.to_dict(), "commitment": facts.get(p.pool, {})},
             )
         )
     if rec.savings_plan is not None and rec.hourly_commitment > 0:
@@ -645,7 +819,7 @@ def _store_mix(
                 sp.get("coverage"),
                 None,  # nothing paid upfront: no break-even
                 "commitment outlives demand if it falls",
-                sp,
+                {**sp, "commitment": facts.get("all pools", {})},
             )
         )
     spot_classes = [j for j in rec.job_classes if j.uses_spot]
