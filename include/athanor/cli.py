@@ -629,11 +629,25 @@ def _cmd_forecast(args: argparse.Namespace, settings: Settings) -> int:
         )
     )
     accuracy = [
-        (a["scope"], a["horizon_days"], a["folds"], "" if a["mape"] is None else f"{a['mape']:.1%}")
+        (
+            a["scope"],
+            a["horizon_days"],
+            a["folds"],
+            "" if a["mape"] is None else f"{a['mape']:.1%}",
+            "" if a["interval_coverage"] is None else f"{a['interval_coverage']:.0%}",
+        )
         for a in summary["backtest"]
     ]
-    print("backtest (MAPE of each horizon's total)")
-    print(format_rows(["scope", "horizon_days", "folds", "mape"], accuracy, "table"))
+    print(f"backtest (MAPE of each horizon's total; days inside the calibrated {interval})")
+    print(format_rows(["scope", "horizon_days", "folds", "mape", "interval_coverage"], accuracy, "table"))
+    stale = [f for f in summary["freshness"] if f["stale"]]
+    for f in stale:
+        print(
+            f"stale bill: {f['provider']} account {f['billing_account']}: last charge day "
+            f"{f['last_charge_day']}, {f['lag_days']} days before {summary['as_of']}; the days after "
+            f"{summary['complete_through']} are forecast, budgets unknown",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -94,6 +94,9 @@ class WatchSettings:
     # year holds 26 weekly cycles and the anomaly rules' 3 months, and keeps the nightly's cost
     # from growing with the years of history the warehouse holds.
     history_days: int = 182
+    # A provider's billing account whose last charge day is more days before as_of than this has
+    # stopped arriving (exports land a day or so late): its budgets read unknown, the report says so.
+    freshness_max_lag_days: int = 2
     budgets: Path | None = None  # the budgets file (YAML or CSV): ATHANOR_BUDGETS, else <home>/budgets.yaml
 
 
@@ -109,6 +112,7 @@ _WATCH_ENV = {
     "forecast_horizon_days": ("ATHANOR_FORECAST_HORIZON_DAYS", int),
     "forecast_interval": ("ATHANOR_FORECAST_INTERVAL", float),
     "history_days": ("ATHANOR_WATCH_HISTORY_DAYS", int),
+    "freshness_max_lag_days": ("ATHANOR_FRESHNESS_MAX_LAG_DAYS", int),
     "budgets": ("ATHANOR_BUDGETS", Path),
 }
 

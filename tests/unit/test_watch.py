@@ -225,7 +225,7 @@ def test_the_forecast_chooses_its_trend_by_backtest_and_adds_the_months_fees(war
     # The fee lands on the 1st (the weekly season fitted to the noise moves a day by a few dollars).
     assert total.cost[0] - total.cost[1] == pytest.approx(1000.0 - 2.0, abs=15.0)
     horizons = {(a.scope_kind, a.horizon_days): a for a in watch.accuracy}
-    assert horizons["total", 7].folds == 4 and horizons["total", 30].folds == 4
+    assert horizons["total", 7].folds == 8 and horizons["total", 30].folds == 4  # a week: 8 folds
     assert horizons["total", 90].folds == 0 and horizons["total", 90].mape is None  # 91 days: too short
     assert horizons["total", 30].mape < 0.02
 
@@ -578,3 +578,79 @@ def test_alerts_logged_before_a_webhook_was_set_are_sent_by_the_first_run_with_o
     ]
     third = watch_spend(warehouse, "run-3", AS_OF, WatchSettings(), url)
     assert (third["alerts_delivered_late"], len(posts)) == (0, 3)
+
+
+# --------------------------------------------------------------------------- hierarchy and freshness
+
+
+def test_team_forecasts_add_up_to_the_total_to_the_cent(warehouse) -> None:
+    # Three teams with their own shapes: fitted alone, their trends do not add up to the total's.
+    noise = np.random.default_rng(5).normal(0, 30, 300)
+    lines = []
+    for i, d in enumerate(days()):
+        lines += [
+            line(d, 300 + 4.0 * i + noise[i], team="vision"),
+            line(d, 900 - 3.0 * i + noise[100 + i], team="llm", resource="i-l"),
+            line(d, 200 + 150 * (d.weekday() >= 5) + noise[200 + i], team=None, resource="i-u"),
+        ]
+    bill(warehouse, lines)
+    watch_spend(warehouse, "run-h", AS_OF, WatchSettings(forecast_horizon_days=62), None)
+    rows = warehouse.execute(
+        """select period, day, sum(cost) filter (scope_kind = 'team') as teams,
+                  sum(cost) filter (scope_kind = 'total') as total, count(*) filter (scope_kind = 'team') as n
+           from spend_forecasts where run_id = 'run-h' group by all order by all"""
+    ).fetchall()
+    assert len(rows) == 62 + 3 and {n for *_, n in rows} == {3}  # the days, then Nov, Dec and Jan
+    assert [(p, d) for p, d, teams, total, _ in rows if teams != total] == []  # DECIMAL: to the cent
+    # The total is the total's own model: December's is the straight line's sum within 5 %.
+    (december,) = [total for p, d, _, total, _ in rows if (p, d) == ("month", date(2026, 12, 1))]
+    expected = sum(1400 + 1.0 * (91 + k) + 150 * (date(2026, 12, 1 + k).weekday() >= 5) for k in range(31))
+    assert abs(float(december) - expected) / expected < 0.05
+
+
+def test_a_bill_that_stopped_five_days_ago_is_stale_and_its_budgets_unknown(
+    warehouse, tmp_path: Path, webhook
+) -> None:
+    from athanor.publish.data import load_report_data
+    from athanor.publish.render import dq_status, render_html
+
+    url, posts = webhook
+    stopped = AS_OF - timedelta(days=5)  # account 222222222222's last day: 2026-11-25
+    lines = [line(d, 100.0) for d in days()]
+    lines += [
+        {**line(d, 200.0, resource="i-s"), "billing_account_id": "222222222222"} for d in days(last=stopped)
+    ]
+    bill(warehouse, lines)
+    # November billed so far: 30 x 100 + 25 x 200 = 8,000, above the 7,000 budget; but 5 x 200 are
+    # missing, so neither "within" nor "breached" is known.
+    budgets = _write(tmp_path / "b.csv", "name,scope,value,amount\nvision,team,vision,7000\n")
+    summary = watch_spend(warehouse, "run-s", AS_OF, WatchSettings(budgets=budgets), url)
+    assert summary["stale_billing_accounts"] == ["(unknown):222222222222"]
+    assert summary["budgets_breached"] == 0 and posts == []  # no alert on a figure we cannot know
+    assert warehouse.execute(
+        "select billing_account, last_charge_day, lag_days, stale from spend_freshness where run_id = 'run-s'"
+    ).fetchall() == [("111111111111", AS_OF, 0, False), ("222222222222", stopped, 5, True)]
+    assert {
+        r[0] for r in warehouse.execute("select status from budget_status where run_id = 'run-s'").fetchall()
+    } == {"unknown"}
+    # The missing days are forecast, not published as $0: the days after 2026-11-25 at ~300.
+    forecast = warehouse.execute(
+        """select day, cost from spend_forecasts where run_id = 'run-s' and scope_kind = 'total'
+           and period = 'day' order by day limit 5"""
+    ).fetchall()
+    assert [d for d, _ in forecast] == days(stopped + timedelta(days=1), AS_OF)
+    assert all(250 < float(c) < 350 for _, c in forecast)
+    (november,) = warehouse.execute(
+        """select cost from spend_forecasts where run_id = 'run-s' and scope_kind = 'total'
+           and period = 'month' and day = date '2026-11-01'"""
+    ).fetchone()
+    assert abs(float(november) - 30 * 300) < 300  # 25 billed days of 300, and 5 forecast ones
+    data = load_report_data(warehouse, AS_OF, "run-s")
+    assert dq_status(data) == "fail"
+    html = render_html(data)
+    tile = html[html.index('id="summary-dq"') : html.index('id="summary-dq"') + 800]
+    assert 'id="summary-stale"' in tile and "222222222222 last billed 2026-11-25 (5 days)" in tile
+    section = html[html.index('<section id="spend-watch">') :]
+    assert '<p class="up" id="bill-stale"' in section
+    assert section.count('<td class="up unknown">unknown</td>') == 2  # actual and forecast thresholds
+    assert "breached" not in section.split('id="table-budgets"')[1].split("</table>")[0]

@@ -373,7 +373,10 @@ def _environment() -> Environment:
 
 
 def dq_status(data: ReportData) -> str:
-    """'pass', 'warn' (only non-error rules failed), 'fail', or 'none' (no results yet)."""
+    """'pass', 'warn' (only non-error rules failed), 'fail' (or a bill stopped arriving), or 'none'
+    (no results yet)."""
+    if data.spend_watch and data.spend_watch.stale:
+        return "fail"  # every check passed on what arrived: what did not arrive is the failure
     if not data.dq:
         return "none"
     failed = data.dq_failed

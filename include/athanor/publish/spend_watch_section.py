@@ -1,5 +1,6 @@
-"""The report's spend watch: the anomalies list, the forecast charts with the budgets drawn on
-them, the budgets' status and the forecast's backtest (MAPE per horizon).
+"""The report's spend watch: the bill's freshness (a stale account in red), the anomalies list, the
+forecast charts with the budgets drawn on them, the budgets' status and the forecast's backtest
+(MAPE and interval coverage per horizon).
 
 Everything is read from the tables the `watch_spend` stage wrote for the run (sql/report/
 spend_watch_*.sql), and the billed months before from billing_facts.
@@ -61,6 +62,7 @@ class BudgetRow:
     threshold_basis: str
     threshold_pct: float
     breached: bool
+    status: str = "within"  # within | breached | unknown (a stale bill)
 
     @property
     def figure(self) -> float | None:
@@ -79,8 +81,18 @@ class AccuracyRow:
 
 
 @dataclass(frozen=True)
+class FreshnessRow:
+    provider: str
+    billing_account: str
+    last_charge_day: date
+    lag_days: int
+    stale: bool
+
+
+@dataclass(frozen=True)
 class SpendWatch:
     as_of: date
+    freshness: list[FreshnessRow] = field(default_factory=list)
     anomalies: list[AnomalyRow] = field(default_factory=list)
     anomalies_total: int = 0
     budgets: list[BudgetRow] = field(default_factory=list)
@@ -90,6 +102,11 @@ class SpendWatch:
         tuple[str, str, str], list[tuple[date, float | None, float | None, float | None, float | None]]
     ] = field(default_factory=dict)
     horizons: tuple[int, ...] = BACKTEST_HORIZONS
+
+    @property
+    def stale(self) -> list[FreshnessRow]:
+        """The accounts whose bill stopped arriving: the data-quality status is not OK."""
+        return [f for f in self.freshness if f.stale]
 
     @property
     def charts(self) -> list[Markup]:
@@ -169,8 +186,15 @@ def load_spend_watch(
             float(r["lower_cost"]),
             float(r["upper_cost"]),
         ]
+    has_freshness = con.execute(
+        "select count(*) from duckdb_tables() where table_name = 'spend_freshness' and schema_name = current_schema()"
+    ).fetchone()[0]
+    freshness = (
+        [FreshnessRow(**r) for r in report_rows(con, "spend_watch_freshness", run)] if has_freshness else []
+    )
     return SpendWatch(
         as_of=as_of,
+        freshness=freshness,
         anomalies=anomalies[:MAX_ANOMALIES],
         anomalies_total=len(anomalies),
         budgets=budgets,

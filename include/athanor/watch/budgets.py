@@ -55,6 +55,7 @@ class BudgetStatus:
     forecast: float | None  # the month whole: actual so far + forecast of the rest
     basis: str  # actual | forecast
     threshold_pct: float
+    unknown: bool = False  # a bill is stale: the month's figures miss its charges
 
     @property
     def figure(self) -> float | None:
@@ -63,7 +64,15 @@ class BudgetStatus:
     @property
     def breached(self) -> bool:
         figure = self.figure
-        return figure is not None and figure >= self.budget.amount * self.threshold_pct / 100
+        return (
+            not self.unknown
+            and figure is not None
+            and figure >= self.budget.amount * self.threshold_pct / 100
+        )
+
+    @property
+    def status(self) -> str:
+        return "unknown" if self.unknown else "breached" if self.breached else "within"
 
     @property
     def alert_key(self) -> str:
@@ -229,8 +238,13 @@ def read_budgets(path: Path) -> list[Budget]:
     raise BudgetsError(f"{file}: a budgets file is .yaml, .yml or .csv")
 
 
-def statuses(budget: Budget, month: date, actual: float, forecast: float | None) -> list[BudgetStatus]:
-    """One status per threshold of the budget."""
-    return [BudgetStatus(budget, month, actual, forecast, "actual", p) for p in budget.alert_actual_pct] + [
-        BudgetStatus(budget, month, actual, forecast, "forecast", p) for p in budget.alert_forecast_pct
+def statuses(
+    budget: Budget, month: date, actual: float, forecast: float | None, unknown: bool = False
+) -> list[BudgetStatus]:
+    """One status per threshold of the budget; `unknown` when a stale bill leaves it undecidable."""
+    return [
+        BudgetStatus(budget, month, actual, forecast, "actual", p, unknown) for p in budget.alert_actual_pct
+    ] + [
+        BudgetStatus(budget, month, actual, forecast, "forecast", p, unknown)
+        for p in budget.alert_forecast_pct
     ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
@@ -15,6 +16,7 @@ from athanor.watch import alerts
 from athanor.watch.anomalies import Anomaly, comparison_start, find_anomalies, top_lines_json
 from athanor.watch.budgets import Budget, BudgetsError, BudgetStatus, read_budgets, statuses
 from athanor.watch.forecast import Accuracy, ScopeForecast, forecast_scopes, month_ends
+from athanor.watch.freshness import Freshness, complete_through, read_freshness
 from athanor.watch.series import DailyCosts, read_daily_costs
 
 log = logging.getLogger(__name__)
@@ -29,6 +31,12 @@ class Watch:
     budgets: list[BudgetStatus] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     budgets_error: str | None = None
+    freshness: list[Freshness] = field(default_factory=list)
+    complete_through: date | None = None  # the last day every account has billed; later ones are forecast
+
+    @property
+    def stale(self) -> list[Freshness]:
+        return [f for f in self.freshness if f.stale]
 
 
 def forecast_targets(costs: DailyCosts, budgets: list[Budget]) -> list[tuple[str, str, str]]:
@@ -73,8 +81,27 @@ def compute(
         start = min(start, comparison_start(since, settings))
     costs = read_daily_costs(con, as_of, start)
     watch = Watch(as_of)
+    watch.freshness = read_freshness(con, as_of, settings.freshness_max_lag_days, settings.history_days)
+    complete = watch.complete_through = complete_through(watch.freshness, as_of)
+    for f in watch.stale:
+        log.warning(
+            "watch: the bill of %s account %s stopped arriving: last charge day %s, %d days before %s "
+            "(allowed: %d); its budgets read unknown",
+            f.provider,
+            f.billing_account,
+            f.last_charge_day,
+            f.lag_days,
+            as_of,
+            settings.freshness_max_lag_days,
+        )
     if anomalies:
         watch.anomalies = find_anomalies(con, as_of, settings, since=since, costs=costs)
+    # A day some account has not billed yet is not a $0 day: the forecast trains on the days
+    # every account has billed and forecasts the others, up to as_of and beyond.
+    if complete < as_of:
+        billed = costs.frame[costs.frame["day"].dt.date <= complete]
+        first = costs.first_day if costs.first_day and costs.first_day <= complete else None
+        costs = DailyCosts(billed if first else billed.iloc[:0], first, complete)
     budgets: list[Budget] = []
     if settings.budgets:
         try:
@@ -85,24 +112,32 @@ def compute(
     horizon = horizon_days or settings.forecast_horizon_days
     month_first = as_of.replace(day=1)
     month_last = month_ends(as_of, 31)[0][1]
-    # The forecast reaches at least the month's end, whatever the horizon, for the budgets.
-    horizon = max(horizon, (month_last - as_of).days, 1)
+    # The forecast reaches at least the month's end, whatever the horizon, for the budgets, and
+    # starts the day after the last complete one.
+    horizon = max(horizon + (as_of - complete).days, (month_last - complete).days, 1)
     scopes = forecast_targets(costs, budgets)
     watch.forecasts, watch.accuracy, watch.skipped = forecast_scopes(
-        costs, scopes, horizon, settings.forecast_interval, settings.anomaly_months, with_backtest
+        costs,
+        scopes,
+        horizon,
+        settings.forecast_interval,
+        settings.anomaly_months,
+        with_backtest,
+        month_first=month_first,
     )
     by_scope = {(f.scope_kind, f.scope_value, f.currency): f for f in watch.forecasts}
+    rest_from = max(complete + timedelta(days=1), month_first)
     for budget in budgets:
         scope = (budget.scope_kind, budget.scope_value, budget.currency)
         actual = month_to_date(costs, scope, month_first)
         forecast = by_scope.get(scope)
         whole = None
         if forecast is not None:
-            whole = actual + forecast.total(as_of + timedelta(days=1), month_last)[0]
-        watch.budgets += statuses(budget, month_first, actual, whole)
+            whole = actual + forecast.total(rest_from, month_last)[0]
+        watch.budgets += statuses(budget, month_first, actual, whole, unknown=bool(watch.stale))
     log.info(
         "watch: %d anomalies, %d scopes forecast %d days (%d skipped), %d backtest rows, "
-        "%d budget thresholds (%d breached)%s",
+        "%d budget thresholds (%d breached, %d unknown), %d of %d billing accounts stale%s",
         len(watch.anomalies),
         len(watch.forecasts),
         horizon,
@@ -110,12 +145,68 @@ def compute(
         len(watch.accuracy),
         len(watch.budgets),
         sum(s.breached for s in watch.budgets),
+        sum(s.unknown for s in watch.budgets),
+        len(watch.stale),
+        len(watch.freshness),
         f"; budgets refused: {watch.budgets_error}" if watch.budgets_error else "",
     )
     return watch
 
 
+def to_the_cent(total: float, parts: list[float]) -> list[float]:
+    """`parts` rounded to cents so that they add up to `total` rounded (largest remainders first).
+
+    The reconciled parts add up to the total before rounding; rounded one by one, five teams
+    could miss it by up to 2.5 cents.
+    """
+    cents = [p * 100 for p in parts]
+    floors = [math.floor(c) for c in cents]
+    left = round(total * 100) - sum(floors)
+    order = sorted(range(len(parts)), key=lambda i: (floors[i] - cents[i], i))
+    for i in order[: max(0, min(left, len(parts)))]:
+        floors[i] += 1
+    if parts and not 0 <= left <= len(parts):  # float error beyond a cent a part: the largest absorbs it
+        floors[max(range(len(parts)), key=lambda i: abs(parts[i]))] += left - max(0, min(left, len(parts)))
+    return [f / 100 for f in floors]
+
+
+def _cents(
+    rows: list[dict[str, Any]],
+    key: tuple[str, ...],
+    fields: tuple[str, ...],
+    bounds: dict[str, tuple[str, ...]] | None = None,
+) -> None:
+    """Round `fields` of each row in place; the team rows of a group (same `key` values) to add up
+    to the total's row of the group. A cent moved moves the field's `bounds` with it, so that the
+    interval still holds its point."""
+    groups: dict[tuple, dict[str, list[dict[str, Any]]]] = {}
+    for row in rows:
+        group = groups.setdefault(tuple(row[k] for k in key), {"total": [], "team": []})
+        if row["scope_kind"] in group:
+            group[row["scope_kind"]].append(row)
+    for row in rows:
+        for name in fields:
+            row[f"_{name}"] = row[name]
+            row[name] = round(row[name], 2)
+    for group in groups.values():
+        if len(group["total"]) != 1 or not group["team"]:
+            continue
+        (total,) = group["total"]
+        for name in fields:
+            shares = to_the_cent(total[f"_{name}"], [r[f"_{name}"] for r in group["team"]])
+            for r, value in zip(group["team"], shares, strict=True):
+                moved = value - r[name]
+                r[name] = value
+                for bound in [b for b in (bounds or {}).get(name, ()) if b in r]:
+                    r[bound] = round(r[bound] + moved, 2)
+    for row in rows:
+        for name in fields:
+            del row[f"_{name}"]
+
+
 def forecast_rows(watch: Watch, run_id: str) -> list[dict[str, Any]]:
+    """spend_forecasts' rows: each day forecast, and each month (billed to date + forecast); the
+    teams' costs add up to the total's to the cent."""
     rows = []
     for f in watch.forecasts:
         common = {
@@ -131,26 +222,30 @@ def forecast_rows(watch: Watch, run_id: str) -> list[dict[str, Any]]:
                 | {
                     "period": "day",
                     "day": day.date(),
-                    "cost": round(float(f.cost[i]), 2),
+                    "cost": float(f.cost[i]),
                     "lower_cost": round(float(f.lower[i]), 2),
                     "upper_cost": round(float(f.upper[i]), 2),
                     "actual_cost": 0.0,
                 }
             )
-        for first, last in month_ends(watch.as_of, len(f.days)):
-            cost, low, high = f.total(max(first, watch.as_of + timedelta(days=1)), last)
+        start = f.days[0].date()
+        for first, last in month_ends(watch.as_of, (f.days[-1].date() - watch.as_of).days):
+            cost, low, high = f.total(max(first, start), last)
             billed = f.month_to_date if first <= watch.as_of else 0.0
             rows.append(
                 common
                 | {
                     "period": "month",
                     "day": first,
-                    "cost": round(billed + cost, 2),
+                    "cost": billed + cost,
                     "lower_cost": round(billed + low, 2),
                     "upper_cost": round(billed + high, 2),
-                    "actual_cost": round(billed, 2),
+                    "actual_cost": billed,
                 }
             )
+    _cents(
+        rows, ("currency", "period", "day"), ("cost", "actual_cost"), {"cost": ("lower_cost", "upper_cost")}
+    )
     return rows
 
 
@@ -191,15 +286,18 @@ def store(con: duckdb.DuckDBPyConnection, watch: Watch, run_id: str) -> dict[str
             "threshold_basis": s.basis,
             "threshold_pct": s.threshold_pct,
             "breached": s.breached,
+            "status": s.status,
             "alert_key": s.alert_key,
         }
         for s in watch.budgets
     ]
+    freshness_rows = [{"run_id": run_id, "as_of": watch.as_of, **f.__dict__} for f in watch.freshness]
     tables = {
         "spend_anomalies": anomaly_rows,
         "spend_forecasts": forecast_rows(watch, run_id),
         "spend_forecast_accuracy": accuracy_rows,
         "budget_status": budget_rows,
+        "spend_freshness": freshness_rows,
     }
     with transaction(con):
         for table, rows in tables.items():
@@ -229,6 +327,8 @@ def watch_spend(
         "forecast_scopes": len(watch.forecasts),
         "budgets_breached": sum(s.breached for s in watch.budgets),
         "budgets_error": watch.budgets_error,
+        "budgets_unknown": sum(s.unknown for s in watch.budgets),
+        "stale_billing_accounts": [f"{f.provider}:{f.billing_account}" for f in watch.stale],
         "alerts_sent": sent["new"],
         "alerts_already_sent": sent["already_sent"],
         "alerts_delivered_late": sent["delivered_late"],  # logged before a webhook was set
@@ -239,48 +339,62 @@ def watch_spend(
 
 
 def forecast_summary(watch: Watch, horizon_days: int) -> dict[str, Any]:
-    """The `athanor forecast` JSON: per scope, the month to date, the whole month and the next days."""
+    """The `athanor forecast` JSON: per scope, the month to date, the whole month and the next days
+    (the teams' costs adding up to the total's to the cent), the backtest per scope and horizon,
+    and the bill's freshness per provider and billing account."""
     as_of = watch.as_of
     month_last = month_ends(as_of, 31)[0][1]
     scopes = []
+    # every published cost, grouped by currency and figure: the teams' must add up to the total's
+    figures: list[dict[str, Any]] = []
+
+    def figure(
+        f: ScopeForecast, name: str, values: tuple[float, float, float], **first: str
+    ) -> dict[str, Any]:
+        cost, low, high = values
+        out: dict[str, Any] = {**first, "cost": cost}
+        figures.append({"scope_kind": f.scope_kind, "currency": f.currency, "figure": name, "row": out})
+        out["lower"], out["upper"] = low, high
+        return out
+
     for f in watch.forecasts:
-        rest = f.total(as_of + timedelta(days=1), month_last)
+        start = f.days[0].date()
+        rest = f.total(start, month_last)
         ahead = f.total(as_of + timedelta(days=1), as_of + timedelta(days=horizon_days))
-        scopes.append(
-            {
-                "scope": f"{f.scope_kind}:{f.scope_value}",
-                "currency": f.currency,
-                "month_to_date": round(f.month_to_date, 2),
-                "rest_of_month": dict(
-                    zip(("cost", "lower", "upper"), (round(v, 2) for v in rest), strict=True)
-                ),
-                "month": dict(
-                    zip(
-                        ("cost", "lower", "upper"), (round(f.month_to_date + v, 2) for v in rest), strict=True
-                    )
-                ),
-                "next_days": dict(zip(("cost", "lower", "upper"), (round(v, 2) for v in ahead), strict=True)),
-                "months": [
-                    {
-                        "month": first.isoformat()[:7],
-                        **dict(
-                            zip(
-                                ("cost", "lower", "upper"),
-                                (round(v, 2) for v in f.total(first, last)),
-                                strict=True,
-                            )
-                        ),
-                    }
-                    for first, last in month_ends(as_of, horizon_days)
-                    if first > as_of
-                ],
-            }
-        )
+        billed = {"scope_kind": f.scope_kind, "currency": f.currency, "figure": "mtd", "row": {}}
+        billed["row"]["cost"] = f.month_to_date
+        figures.append(billed)
+        scope = {
+            "scope": f"{f.scope_kind}:{f.scope_value}",
+            "currency": f.currency,
+            "month_to_date": billed["row"],
+            "rest_of_month": figure(f, "rest", rest),
+            "month": figure(f, "month", tuple(f.month_to_date + v for v in rest)),
+            "next_days": figure(f, "next", ahead),
+            "months": [
+                figure(f, f"m{first}", f.total(first, last), month=first.isoformat()[:7])
+                for first, last in month_ends(as_of, horizon_days)
+                if first > as_of
+            ],
+        }
+        scopes.append(scope)
+    for item in figures:
+        item |= {k: item["row"][k] for k in ("cost", "lower", "upper") if k in item["row"]}
+    for item in figures:  # the bounds are rounded alone; the costs add up across the teams
+        for bound in ("lower", "upper"):
+            if bound in item:
+                item[bound] = round(item[bound], 2)
+    _cents(figures, ("currency", "figure"), ("cost",), {"cost": ("lower", "upper")})
+    for item in figures:
+        item["row"].update({k: item[k] for k in ("cost", "lower", "upper") if k in item})
+    for scope in scopes:
+        scope["month_to_date"] = scope["month_to_date"]["cost"]
     return {
         "as_of": as_of.isoformat(),
         "month": as_of.isoformat()[:7],
         "horizon_days": horizon_days,
         "interval": watch.forecasts[0].interval if watch.forecasts else None,
+        "complete_through": None if watch.complete_through is None else watch.complete_through.isoformat(),
         "scopes": scopes,
         "skipped": watch.skipped,
         "backtest": [
@@ -290,8 +404,9 @@ def forecast_summary(watch: Watch, horizon_days: int) -> dict[str, Any]:
                 "horizon_days": a.horizon_days,
                 "folds": a.folds,
                 "mape": None if a.mape is None else round(a.mape, 4),
-                "coverage": None if a.coverage is None else round(a.coverage, 4),
+                "interval_coverage": None if a.coverage is None else round(a.coverage, 4),
             }
             for a in watch.accuracy
         ],
+        "freshness": [f.as_json() for f in watch.freshness],
     }
