@@ -57,3 +57,25 @@ def test_multimodal_trace_gets_a_mixture_and_shares_match(
     over = runtimes[runtimes > 48 * 3600].sum() / runtimes.sum()
     assert philly_fit.gpu_hours_share_over_threshold == pytest.approx(over)
     assert philly_fit.share_gpu_hours_under_48h == pytest.approx(1 - over)
+
+
+def test_censored_at_an_observation_window_no_quantile_beyond_it_is_published_as_fitted(
+    runtimes: np.ndarray,
+) -> None:
+    """Each run watched for at most 7 days (0.36 % of runs are longer: censored there), then at
+    most 1 day (3.5 %). The fitted p99 (about 3.5 and 4.7 days) lies inside the 7-day window and
+    past the 1-day one: there it is published as "> 1 day (beyond the data)", never as a figure."""
+    for window_s, beyond in ((7 * 86400.0, []), (86400.0, ["p99"])):
+        fit = D.fit_durations(
+            np.minimum(runtimes, window_s), runtimes > window_s, gof_replicates=19, ci_replicates=0, seed=0
+        )
+        record = fit.to_record()
+        assert record["data_limit_s"] == window_s and record["beyond_data"] == beyond
+        shown = D.published_quantiles(record)
+        table = D.format_table([record])
+        for q in D.QUANTILE_NAMES:
+            if q in beyond:
+                assert record[f"{q}_s"] > window_s and shown[f"{q}_s"] is None
+                assert shown[f"{q}_text"] == "> 1 day (beyond the data)" in table
+            else:
+                assert shown[f"{q}_s"] == record[f"{q}_s"] <= window_s
