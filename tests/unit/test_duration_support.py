@@ -145,3 +145,21 @@ def test_cli_csv_and_report_show_the_same_figures_for_a_class(tmp_path: Path, ca
     for q in D.QUANTILE_NAMES:
         if shown[f"{q}_text"]:
             assert shown[f"{q}_text"] in table
+
+
+def test_a_spot_decision_on_a_class_fitted_beyond_its_data_says_so() -> None:
+    from athanor.model.demand import class_durations
+
+    # The duration_fits row of the first test's sample, as the recommender reads it.
+    row = {
+        "group_key": "team=lab", "family": "exponential", "params": {"rate_per_s": 2 / (83 * DAY_S)},
+        "n": 10, "censored": 8, "borrowed_from": None, "data_limit_s": 10 * DAY_S,
+        "p50_beyond_data": False, "p90_beyond_data": True, "p99_beyond_data": True,
+    }  # fmt: skip
+    fitted = class_durations([row], team="lab")
+    assert fitted.beyond_data == ("p90", "p99")
+    assert fitted.describe() == (
+        "exponential fitted on team=lab (10 jobs, 8 censored); p90/p99 > 10 days (beyond the data)"
+    )
+    # The draws themselves are unchanged: the model's quantiles, in hours.
+    assert float(fitted.ppf_h(0.99)) == pytest.approx(math.log(100) * 41.5 * 24, rel=1e-12)
