@@ -17,6 +17,7 @@ import duckdb
 from markupsafe import Markup
 
 from athanor.publish import charts
+from athanor.publish.incidents import Incident, group_incidents
 from athanor.publish.queries import report_rows
 
 MAX_ANOMALIES = 25  # the list shows the latest; the table and anomalies.json-like CLI hold all
@@ -95,6 +96,9 @@ class SpendWatch:
     freshness: list[FreshnessRow] = field(default_factory=list)
     anomalies: list[AnomalyRow] = field(default_factory=list)
     anomalies_total: int = 0
+    # The anomalies of all scopes grouped into one row per cost event, the largest excess first.
+    incidents: list[Incident] = field(default_factory=list)
+    incidents_total: int = 0
     budgets: list[BudgetRow] = field(default_factory=list)
     accuracy: list[AccuracyRow] = field(default_factory=list)
     # (scope_kind, scope_value, currency) -> [(month, billed, forecast, low, high)]
@@ -197,6 +201,8 @@ def load_spend_watch(
         freshness=freshness,
         anomalies=anomalies[:MAX_ANOMALIES],
         anomalies_total=len(anomalies),
+        incidents=(incidents := group_incidents(anomalies))[:MAX_ANOMALIES],
+        incidents_total=len(incidents),
         budgets=budgets,
         accuracy=[AccuracyRow(scope, currency, h) for (scope, currency), h in accuracy.items()],
         months={key: [(m, *v) for m, v in sorted(by_month.items())] for key, by_month in months.items()},
