@@ -115,7 +115,7 @@ def mix_parts(
         rated = [(h[0], h[2]) for h in held if len(h) > 2]
         unrated = sum(h[0] for h in held if len(h) <= 2)
         total = sum(h[0] for h in held)
-        default_rate = prices.offers[0].rate_ratio * od_rates[j]
+        default_rate = mix.pool_offers(prices, pool)[0].rate_ratio * od_rates[j]
         existing_rate[j] = (
             (sum(q * r for q, r in rated) + unrated * default_rate) / total if total > 0 else 0.0
         )

@@ -56,6 +56,9 @@ class MixPrices:
     # The longest term a pool's evidence supports (athanor.recommend.plan.term_limits); a pool not
     # named may take any offer.
     max_term_months_by_pool: Mapping[str, int] | None = None
+    # A pool's own offers (its type's published rates, athanor.reference.commitment_rates); a
+    # pool not named takes ``offers``.
+    offers_by_pool: Mapping[str, tuple[CommitmentOffer, ...]] | None = None
 
 
 @dataclass(frozen=True)
@@ -473,13 +476,19 @@ def _spot_shares(
     return shares
 
 
+def pool_offers(prices: MixPrices, pool: str) -> tuple[CommitmentOffer, ...]:
+    """The pool's own offers where it has them, else the fleet's."""
+    return (prices.offers_by_pool or {}).get(pool) or prices.offers
+
+
 def offers_for(prices: MixPrices, pool: str) -> tuple[CommitmentOffer, ...]:
     """The offers a pool may take: none longer than its term limit (the shortest if all are)."""
+    offers = pool_offers(prices, pool)
     limit = (prices.max_term_months_by_pool or {}).get(pool)
     if limit is None:
-        return prices.offers
-    allowed = tuple(o for o in prices.offers if o.term_months <= limit)
-    return allowed or (min(prices.offers, key=lambda o: o.term_months),)
+        return offers
+    allowed = tuple(o for o in offers if o.term_months <= limit)
+    return allowed or (min(offers, key=lambda o: o.term_months),)
 
 
 def _committable(units: np.ndarray, pool: _PoolSpot) -> np.ndarray:
@@ -620,7 +629,7 @@ def recommend_mix(
         held = [tuple(h) for h in (existing_by_pool or {}).get(pool, ())]
         existing_hourly[:, j] = existing_profile(held, hours)
         rated = [(h[0], h[2]) for h in held if len(h) > 2]
-        default_rate = prices.offers[0].rate_ratio * od_rates[j]
+        default_rate = pool_offers(prices, pool)[0].rate_ratio * od_rates[j]
         unrated = sum(h[0] for h in held if len(h) <= 2)
         total_units = sum(h[0] for h in held)
         existing_rate[j] = (
@@ -727,6 +736,9 @@ def recommend_mix(
             "hours_per_month": HOURS_PER_MONTH,
             "window_hours": hours,
             "offers": [asdict(o) for o in prices.offers],
+            "offers_by_pool": {
+                p: [asdict(o) for o in offers] for p, offers in (prices.offers_by_pool or {}).items()
+            },
             "sp_discount_by_pool": dict(prices.sp_discount_by_pool or {}),
             "sp_term_months": prices.sp_term_months,
             "annual_demand_decline": prices.annual_demand_decline,

@@ -8,6 +8,7 @@ recommend in `recommendations` and `backtests` (replacing this run's rows).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -23,6 +24,7 @@ from athanor.recommend import attribution, mix, plan, spot
 from athanor.recommend.backtest import backtest, backtest_synthetic_scenarios
 from athanor.recommend.commitments import CommitPlan, best_plan, commitment_cost, existing_profile, plan_terms
 from athanor.reference import BUCKET_MONTHLY_FRACTION, HOURS_PER_MONTH, HOURS_PER_YEAR, instance, spot_advice
+from athanor.reference.commitment_rates import unit_rates
 from athanor.settings import PRICING_ASSUMPTIONS, Settings, pricing_value
 from athanor.warehouse import insert_rows, sql, transaction
 
@@ -219,7 +221,8 @@ def recommend_purchases(
     classes = con.execute(sql("marts/job_classes"), {"window_start": start, "window_end": end}).df()
     ref = (
         con.execute(
-            "select instance_family, gpu_count as gpus, spot_usd_per_h as spot from ref_instance_families"
+            "select instance_family, gpu_count as gpus, spot_usd_per_h as spot,"
+            " reference_instance_type as instance_type from ref_instance_families"
         )
         .df()
         .set_index("instance_family")
@@ -273,11 +276,13 @@ def recommend_purchases(
     # moves; commitments and spot are sized on what remains (athanor.recommend.plan).
     steps = _plan_steps_demand(con, run_id, window, existing, gpus_per_unit, start, end)
     window, gpus_per_unit = steps.adjusted.long(), steps.adjusted.gpus_per_unit
+    offers_by_pool, rate_labels = pool_offers(window["pool"].unique(), ref, a)
     prices = mix.MixPrices(
         offers=(
             mix.CommitmentOffer(12, "no_upfront", a.one_year_ratio, 0.0),
             mix.CommitmentOffer(36, "no_upfront", a.three_year_ratio, 0.0),
         ),
+        offers_by_pool=offers_by_pool,
         sp_discount_by_pool={p: a.savings_plan_discount for p in window["pool"].unique()},
         min_utilization=a.commit_min_utilization,
         spot_phase_policy=a.spot_phase_policy,
@@ -315,7 +320,7 @@ def recommend_purchases(
             [run_id, start.date(), end.date()],
         ).fetchall()
     }
-    commitments = commitment_facts(rec, steps, a, prices, existing, flagged)
+    commitments = commitment_facts(rec, steps, a, prices, existing, flagged, rate_labels)
     summary["explanation"] = one_baseline(mix.explain(rec), rec)
     used = {
         **a.to_dict(),
@@ -333,6 +338,9 @@ def recommend_purchases(
         "region over the planning window (source 'bill'), else the catalogue's ('catalogue'), else "
         "0.4x on-demand ('assumed')",
         "interruption_history_days": INTERRUPTION_HISTORY_DAYS,
+        "commitment_rates_by_pool": {
+            p: {str(t): w for t, w in terms.items()} for p, terms in rate_labels.items()
+        },
     }
     backtests = _backtests(con, as_of, a)
     _store_mix(con, run_id, as_of, rec, summary, used, backtests, commitments)
@@ -415,6 +423,36 @@ def _plan_steps_demand(
     return PlanDemand(adjusted, terms, moves, idle_pool, held)
 
 
+def assumed_rate_label(a: PricingAssumptions, term_months: int) -> str:
+    """The flat fallback of a term, labelled as the assumption it is."""
+    ratio = a.one_year_ratio if term_months == 12 else a.three_year_ratio
+    return (
+        f"assumed discount {1.0 - ratio:.0%} ({ratio:.2f}x on-demand, settings ATHANOR_COMMIT_DISCOUNT_1Y/3Y): "
+        "no published rate of the pool's instance type in its region in reference/data/commitment_rates.csv"
+    )
+
+
+def pool_offers(
+    pools: Iterable[str], ref: pd.DataFrame, a: PricingAssumptions
+) -> tuple[dict[str, tuple[mix.CommitmentOffer, ...]], dict[str, dict[int, str]]]:
+    """Each pool's 1- and 3-year no-upfront offers: the published rate of its reference instance
+    type in its region where `commitment_rates.csv` has one (its ratio to the same source's
+    on-demand rate), else the settings' flat discount; and per pool and term what priced it."""
+    offers: dict[str, tuple[mix.CommitmentOffer, ...]] = {}
+    labels: dict[str, dict[int, str]] = {}
+    for pool in pools:
+        family, region = str(pool).split("/")[0], str(pool).split("/")[-1]
+        itype = ref.loc[family, "instance_type"] if family in ref.index else None
+        published = unit_rates(str(itype), region) if isinstance(itype, str) else {}
+        terms, words = [], {}
+        for months, flat in ((12, a.one_year_ratio), (36, a.three_year_ratio)):
+            rate = published.get(months)
+            terms.append(mix.CommitmentOffer(months, "no_upfront", rate.rate_ratio if rate else flat, 0.0))
+            words[months] = rate.label() if rate else assumed_rate_label(a, months)
+        offers[str(pool)], labels[str(pool)] = tuple(terms), words
+    return offers, labels
+
+
 def commitment_facts(
     rec: mix.MixRecommendation,
     steps: PlanDemand,
@@ -422,6 +460,7 @@ def commitment_facts(
     prices: mix.MixPrices,
     existing: dict[str, list[tuple[float, float]]],
     flagged: set[date],
+    rate_labels: Mapping[str, Mapping[int, str]] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """What each recommended commitment commits to: units, term, the total payable over the term,
     break-even utilisation and month, expected utilisation, its saving if demand falls 20 % and if
@@ -476,10 +515,8 @@ def commitment_facts(
             "term_rule": steps.terms[p.pool].reason if p.pool in steps.terms else None,
             "flagged_days": sorted(d.isoformat() for d in flagged),
             "units_without_flagged_days": without_flagged,
-            "rates": (
-                f"{a.one_year_ratio if c.term_months == 12 else a.three_year_ratio:.2f}x on-demand: an assumed "
-                "discount (settings ATHANOR_COMMIT_DISCOUNT_1Y/3Y), not a published rate; enter a quote there"
-            ),
+            "rates": (rate_labels or {}).get(p.pool, {}).get(c.term_months)
+            or assumed_rate_label(a, c.term_months),
             "evidence": "the bill's hourly demand of the pool after the idle stops and moves, less spot's share",
         }
     if rec.savings_plan is not None and rec.hourly_commitment > 0:
