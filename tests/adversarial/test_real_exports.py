@@ -10,6 +10,7 @@ or its name; `gpu-plan --format table` says why a type has no plan.
 from __future__ import annotations
 
 import shutil
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -86,4 +87,66 @@ def test_a_row_short_of_its_header_is_named_with_its_line(home: Path, tmp_path: 
     assert errors == [
         "cur.csv: a cur_legacy export by its header, but DuckDB could not parse it as CSV: "
         "line 2 has 94 fields, the header 95 (delimiter ',')"
+    ]
+
+
+GCP_JSONL = (
+    Path(__file__).resolve().parents[1] / "fixtures" / "billing" / "gcp" / "billing-export-202311.jsonl"
+)
+
+
+def gcp_csv_with_python_repr(path: Path, credits_of_row_3: str | None = None) -> Path:
+    """The GCP fixture as a Python tool saves the BigQuery client's rows to CSV: records
+    flattened to dotted columns, the repeated fields written with repr()."""
+    import csv
+    import json
+
+    with path.open("w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["billing_account_id", "service.description", "sku.description", "usage_start_time",
+                      "usage_end_time", "project.id", "cost", "currency", "invoice.month", "cost_type",
+                      "credits", "labels", "system_labels"])  # fmt: skip
+        for n, line in enumerate(GCP_JSONL.read_text().splitlines(), start=1):
+            r = json.loads(line)
+            credits = repr(r["credits"]) if credits_of_row_3 is None or n != 3 else credits_of_row_3
+            out.writerow([r["billing_account_id"], r["service"]["description"], r["sku"]["description"],
+                          r["usage_start_time"], r["usage_end_time"], r["project"]["id"], r["cost"],
+                          r["currency"], r["invoice"]["month"], r["cost_type"], credits, repr(r["labels"]),
+                          repr(r["system_labels"])])  # fmt: skip
+    return path
+
+
+def test_gcp_csv_with_python_repr_credits_is_read(tmp_path: Path) -> None:
+    file = gcp_csv_with_python_repr(tmp_path / "gcp.csv")
+    assert "[{'name': 'Sustained Usage Discount', 'amount': -2.0," in file.read_text()
+    con = connect(tmp_path / "w.duckdb", memory_limit="1GB")
+    try:
+        result = ingest_billing(con, [file])
+        rows = con.execute(
+            "select source_row, charge_category, billed_cost, effective_cost, tags['team'] from billing_facts order by 1, 2"
+        ).fetchall()
+    finally:
+        con.close()
+    # cost 23.47 + 1.25 + 10 + 6.50 + 2 = 43.22, credits -2 (row 1) and -7 (row 3): billed 34.22.
+    assert (result.status, result.rows, result.billed_cost) == ("loaded", 5, {"USD": Decimal("34.22")})
+    assert [(r[0], r[1], float(r[2]), float(r[3]), r[4]) for r in rows] == [
+        (1, "Credit", -2.0, 0.0, "llm"),
+        (1, "Usage", 23.47, 21.47, "llm"),
+        (2, "Usage", 1.25, 1.25, None),
+        (3, "Credit", -7.0, 0.0, None),
+        (3, "Usage", 10.0, 3.0, None),
+        (4, "Purchase", 6.5, 6.5, None),
+        (5, "Tax", 2.0, 2.0, None),
+    ]
+
+
+def test_gcp_credits_neither_json_nor_a_literal_are_refused_with_row_and_column(
+    home: Path, tmp_path: Path
+) -> None:
+    # A cell cut short: no reading of it is unambiguous.
+    file = gcp_csv_with_python_repr(tmp_path / "gcp.csv", credits_of_row_3="[{'name': 'CUD', 'amount': -7.0")
+    _lines, errors = load(home, file)
+    assert errors == [
+        "gcp.csv row 3, column credits: neither JSON nor a Python literal list or dict "
+        "(1 bad row; e.g. row 3: \"[{'name': 'CUD', 'amount': -7.0\")"
     ]

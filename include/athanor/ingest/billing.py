@@ -39,7 +39,7 @@ from typing import Any, ParamSpec
 
 import duckdb
 
-from athanor.ingest import csvtext, sniff, sources
+from athanor.ingest import csvtext, literals, sniff, sources
 from athanor.ingest.daily import refresh_billing_daily
 from athanor.ingest.errors import IngestError
 from athanor.ingest.sniff import DEFAULT_LIMITS, InputLimits
@@ -347,6 +347,13 @@ def source_select(
                 # As text, so that a Parquet boolean or date fails the decimal cast (casting
                 # `true` would give 1) and then the "not a decimal number" rule.
                 value = f"{quote_ident(raw)}::varchar"
+            elif name in fmt.json_text and columns[raw] == "VARCHAR":
+                value = literals.read(quote_ident(raw))
+                if iso_guard:  # the fast path: staging would read a value not JSON as no value
+                    refused = f"athanor: {literals.NOT_JSON}"
+                    value = (
+                        f"case when {literals.is_bad(value)} then error({_literal(refused)}) else {value} end"
+                    )
             else:
                 value = _as_text(raw, columns[raw])
             if iso_guard and name in fmt.timestamps and columns[raw] == "VARCHAR" and _reads_iso_only(fmt):
@@ -507,6 +514,8 @@ def _checks(fmt: BillingFormat) -> list[tuple[str, str, str]]:
         checks.append((col, "not a timestamp", f"{q} is not null and {parsed} is null"))
         if _reads_iso_only(fmt):
             checks.append((col, NOT_ISO, f"{parsed} is not null and not {_iso_shape(f'{q}::varchar')}"))
+    for col in fmt.json_text:
+        checks.append((col, literals.NOT_JSON, literals.is_bad(quote_ident(col))))
     for start, end in fmt.periods:
         s, e = fmt.parse_timestamp.format(quote_ident(start)), fmt.parse_timestamp.format(quote_ident(end))
         checks.append((end, f"{end} before {start}", f"{e} < {s}"))
@@ -682,6 +691,10 @@ def ingest_billing(
     fmt = formats[files[0].name]
     started_at = datetime.now(UTC).replace(tzinfo=None)
     params = {"load_id": load_id, "source_format": fmt.name}
+    if fmt.json_text:
+        # Outside the transaction: a function created inside it is not seen by the cursor that
+        # totals the file beside the insert until the transaction commits.
+        literals.register(con)
 
     with transaction(con):
         with any_insertion_order(con):

@@ -52,6 +52,9 @@ class BillingFormat:
     # Canonical columns staging reads as MAP(VARCHAR, VARCHAR), whether the file holds a
     # native map (Parquet), JSON text (CSV) or flattened columns (`nested`).
     maps: tuple[str, ...] = ()
+    # Text columns holding nested values as JSON, or as Python literals (see ingest.literals),
+    # which are read as JSON; a value that is neither is refused with its row.
+    json_text: tuple[str, ...] = ()
     # A map column whose keys lose a prefix on the way in, and the prefixes: CUR writes
     # user-defined tags as user_<key> (2.0) or user:<key> (legacy); analysts know them by <key>.
     key_prefixes: tuple[str, tuple[str, ...]] | None = None

@@ -2,7 +2,9 @@
 
 JSONL and Parquet keep the nested records (`service`, `sku`, `location`, `labels`,
 `credits`, ...); a CSV written from a query flattens them into dotted columns
-(`service.description`), which are folded back into one JSON object per record.
+(`service.description`), which are folded back into one JSON object per record; one saved
+by a Python tool writes the nested values as Python literals (`[{'amount': -1.0}]`), which
+are read as the JSON they stand for (`ingest.literals`).
 Staging reads every record as JSON text, whatever the container.
 """
 
@@ -63,4 +65,6 @@ FORMAT = BillingFormat(
     loaded_rows="count(distinct source_row)",
     periods=(("usage_start_time", "usage_end_time"),),
     nested=tuple((record, record + ".") for record in RECORDS),
+    # A CSV saved by a Python tool writes these with repr: `[{'name': 'x', 'amount': -1.0}]`.
+    json_text=("credits", "labels", "system_labels", *RECORDS),
 )
