@@ -150,3 +150,29 @@ def test_gcp_credits_neither_json_nor_a_literal_are_refused_with_row_and_column(
         "gcp.csv row 3, column credits: neither JSON nor a Python literal list or dict "
         "(1 bad row; e.g. row 3: \"[{'name': 'CUD', 'amount': -7.0\")"
     ]
+
+
+# Real `sacct --parsable2 --noheader` lines as Open XDMoD collects them (ubccr/xdmod, LGPL-3.0
+# test data; see ../shared/data/SOURCES.md), and the field order XDMoD asks sacct for.
+XDMOD_SACCT = DATA / "jobs" / "xdmod-sacct-accounting.log"
+XDMOD_FIELDS = (
+    "JobID|JobIDRaw|Cluster|Partition|QOS|Account|Group|GID|User|UID|Submit|Eligible|Start|End|Elapsed"
+    "|ExitCode|State|NNodes|NCPUS|ReqCPUS|ReqMem|ReqTRES|AllocTRES|Timelimit|NodeList|JobName"
+)
+
+
+@pytest.mark.realdata
+def test_headerless_sacct_output_is_named_with_how_to_add_its_header(home: Path, tmp_path: Path) -> None:
+    _lines, errors = load(home, XDMOD_SACCT)
+    assert errors == [
+        "xdmod-sacct-accounting.log: sacct output without its header (--noheader): line 1 has 26 "
+        "'|'-separated fields, the first a job id, but no line names them: run sacct --parsable2 "
+        "without --noheader, or add a first line naming the fields in the --format order, "
+        "e.g. JobID|Partition|Account|Submit|Start|End|State|NNodes|AllocTRES"
+    ]
+    # Doing what it says makes it a Slurm log the job reader takes up (and judges row by row:
+    # XDMoD's sample holds a record with 0 nodes, on its line 4).
+    named = tmp_path / "sacct.log"
+    named.write_text(XDMOD_FIELDS + "\n" + XDMOD_SACCT.read_text())
+    _lines, errors = load(home, named)
+    assert errors == ["sacct.log row 4, column NNodes: must be >= 1 (0)"]

@@ -91,6 +91,7 @@ def classify(con: duckdb.DuckDBPyConnection, file: Path, limits: InputLimits = D
     text not in UTF-8, a header of more columns than the limit, or (billing files and job
     logs) a column named twice.
     """
+    from athanor.ingest.jobs.detect import ShapeError
     from athanor.ingest.jobs.detect import detect as job_log_format
 
     data, header = sniff.check_content(file, limits)
@@ -116,6 +117,9 @@ def classify(con: duckdb.DuckDBPyConnection, file: Path, limits: InputLimits = D
     _unparsed_export(file, header, None)
     try:
         job_log_format(data, file.name)
+    except ShapeError as exc:  # a job log by its shape: how to write it, not "not a known format"
+        problem = exc.problems[0]
+        raise IngestError(file.name, f"{problem.rule}: {problem.detail}") from None
     except ValueError:
         return "unknown"
     sniff.check_unique(file, header)
