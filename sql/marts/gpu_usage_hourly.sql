@@ -10,7 +10,8 @@
 --   least $idle_minutes minutes; a shorter dip (a data-loading pause) is busy time;
 -- * a machine is the billing resource its samples name (instance id, else host, else SageMaker
 --   job name, against the resource id's last part, or for a job name the lines tagged with that
---   job_id: a SageMaker job's instances together); an hour its bill does not cover (a last
+--   job_id, or an instance untagged whose billed life is exactly the job's run: a SageMaker
+--   job's instances together); an hour its bill does not cover (a last
 --   sample counting past the instance's end) is observed but unpaid and unpriced; a billed
 --   machine-hour's unobserved time is
 --   its paid GPU-hours (usage hours x GPUs, USD usage lines) less those observed; a machine no
@@ -141,10 +142,56 @@ sampled_jobs as (
     select distinct job_name from source where job_name is not null
 ),
 
+usage_lines as (
+    select
+        regexp_extract(rtrim(replace(resource_id, ':', '/'), '/'), '([^/]+)$', 1)  as resource,
+        charge_period_start,
+        charge_period_end,
+        cast(x_usage_hours as double) * x_gpu_count                             as gpu_hours,
+        cast(effective_cost as double)                                          as cost_usd,
+        nullif(tags['team'], '')                                                as team,
+        nullif(tags['job_id'], '')                                              as job_id,
+        x_instance_type                                                         as instance_type
+    from billing_facts
+    where charge_category = 'Usage' and billing_currency = 'USD'
+      and x_gpu_count > 0 and x_usage_hours > 0
+      and resource_id is not null and resource_id <> ''
+),
+
+untagged_jobs as (
+    -- An instance billed without a job_id tag (a launch template that drops it) whose whole billed
+    -- life is a sampled SageMaker job's run, of its instance type and team: one of the job's
+    -- instances. Without it a job on 2 x g5.12xlarge had one instance's paid hours for both
+    -- instances' samples. Only a run that matches one job, never a reused instance, is linked.
+    select u.resource, min(r.job_id) as job_id
+    from (
+        select resource, min(charge_period_start) as first_start, max(charge_period_end) as last_end,
+               any_value(instance_type) as instance_type, mode(team) as team
+        from usage_lines
+        where resource in (
+            select resource from usage_lines
+            where job_id is null and charge_period_start < $window_end and charge_period_end > $window_start
+        )
+        group by resource
+        having count(job_id) = 0
+    ) as u
+    join job_runs as r
+      on r.instance_type = u.instance_type
+     and r.instance_count > 1
+     and abs(epoch(r.start_time) - epoch(u.first_start)) <= 60
+     and abs(epoch(r.end_time) - epoch(u.last_end)) <= 60
+     and (u.team is null or r.team is null or u.team = r.team)
+    where r.job_id in (select job_name from sampled_jobs)
+      and u.resource not in (select key from sampled_keys)
+    group by u.resource
+    having count(distinct r.job_id) = 1
+),
+
 bill_lines as (
     -- A line's machine is its resource, unless no sample names the resource but a SageMaker
-    -- sample names the job the line is tagged with: a training job's instances are billed by
-    -- instance id while its telemetry names the job and algo-<n>, so the job is the machine.
+    -- sample names the job the line is tagged with (or the job it is one of the instances of,
+    -- `untagged_jobs`): a training job's instances are billed by instance id while its telemetry
+    -- names the job and algo-<n>, so the job is the machine.
     select
         case
             when l.resource in (select key from sampled_keys) then l.resource
@@ -154,19 +201,17 @@ bill_lines as (
         l.* exclude (resource)
     from (
         select
-            regexp_extract(rtrim(replace(resource_id, ':', '/'), '/'), '([^/]+)$', 1)  as resource,
-            charge_period_start,
-            charge_period_end,
-            cast(x_usage_hours as double) * x_gpu_count                             as gpu_hours,
-            cast(effective_cost as double)                                          as cost_usd,
-            nullif(tags['team'], '')                                                as team,
-            nullif(tags['job_id'], '')                                              as job_id,
-            x_instance_type                                                         as instance_type
-        from billing_facts
-        where charge_category = 'Usage' and billing_currency = 'USD'
-          and x_gpu_count > 0 and x_usage_hours > 0
-          and resource_id is not null and resource_id <> ''
-          and charge_period_start < $window_end and charge_period_end > $window_start
+            u.resource,
+            u.charge_period_start,
+            u.charge_period_end,
+            u.gpu_hours,
+            u.cost_usd,
+            u.team,
+            coalesce(u.job_id, j.job_id)                                        as job_id,
+            u.instance_type
+        from usage_lines as u
+        left join untagged_jobs as j using (resource)
+        where u.charge_period_start < $window_end and u.charge_period_end > $window_start
     ) as l
 ),
 

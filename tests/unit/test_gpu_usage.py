@@ -486,3 +486,37 @@ def test_a_job_using_a_fifth_of_its_gpu_is_sent_to_a_mig_slice(warehouse) -> Non
         "Run nlp/p/tiny/tune on smaller GPUs or 2/7 MIG slices: busy at 20 % utilisation"
     )
     assert (float(rec.current_monthly_cost), float(rec.estimated_monthly_savings_amount)) == (1460.0, 1042.86)
+
+
+def test_a_sagemaker_instance_that_lost_its_job_tag_is_paid_with_its_job(warehouse) -> None:
+    # Job sm-3 ran an hour on 2 one-GPU instances; the launch of i-d dropped the job_id tag (the
+    # demo does so to a tenth of its instances), so only i-c's line names the job. CloudWatch
+    # names the job and algo-1, algo-2: 2 GPU-hours observed, all busy. i-d's billed life is the
+    # job's run to the minute, of its type and team, so it is the job's second instance: 2 paid
+    # GPU-hours, busy <= paid (it was 1 paid for 2 busy, and i-d 1 unobserved beside it).
+    run = job("sm-3", T0, 1, gpus=1, source="sagemaker") | {"instance_count": 2, "gpu_count": 2}
+    insert_rows(warehouse, "job_run_facts", [run])
+    insert_rows(
+        warehouse,
+        "gpu_samples",
+        [
+            s
+            for n in (1, 2)
+            for s in samples(
+                f"sm-3/algo-{n}:0", T0, [90.0] * 60, host=f"sm-3/algo-{n}", instance_id=None, job_name="sm-3"
+            )
+        ],
+    )
+    insert_rows(
+        warehouse,
+        "billing_facts",
+        bill("i-c", 1, gpus=1, usd=3.0, job_id="sm-3") + bill("i-d", 1, gpus=1, usd=3.0),
+    )
+    rows = gpu_usage.hourly(warehouse, *WINDOW, IdleRule())
+    assert set(rows["machine"]) == {"sm-3"}
+    assert rows["paid_gpu_hours"].sum() == pytest.approx(2.0)
+    assert rows["busy_gpu_hours"].sum() == pytest.approx(2.0)
+    assert rows["unobserved_gpu_hours"].sum() == 0.0
+    assert (rows["busy_gpu_hours"] <= rows["paid_gpu_hours"] + 1e-9).all()
+    # Priced at the bill's $3 a GPU-hour: $6 for the two instance-hours.
+    assert (rows["paid_gpu_hours"] * rows["usd_per_gpu_hour"]).sum() == pytest.approx(6.0)
