@@ -176,3 +176,48 @@ def test_headerless_sacct_output_is_named_with_how_to_add_its_header(home: Path,
     named.write_text(XDMOD_FIELDS + "\n" + XDMOD_SACCT.read_text())
     _lines, errors = load(home, named)
     assert errors == ["sacct.log row 4, column NNodes: must be >= 1 (0)"]
+
+
+# A real 8 x H100 capture without a hostname column (microsoft/VirtualClient, MIT; see
+# ../shared/data/SOURCES.md): one sample of each of 8 GPUs, 2024-03-15 13:57.
+H100_CAPTURE = DATA / "telemetry" / "nvidia-smi-query-gpu-8xH100.csv"
+
+
+@pytest.mark.realdata
+def test_an_nvidia_smi_capture_takes_its_host_from_its_folder_or_its_name(
+    home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    by_folder = home / "landing" / "h100-node-3" / "nvidia-smi.csv"
+    by_name = home / "landing" / "2024-03-15" / "h100-node-4-2024-03-15.csv"
+    for file in (by_folder, by_name):
+        file.parent.mkdir(parents=True)
+        shutil.copy(H100_CAPTURE, file)
+    with caplog.at_level("INFO", logger="athanor.ingest.telemetry.nvidia_smi"):
+        lines, errors = load(home, by_folder, by_name)
+    assert errors == []
+    assert lines == [
+        "h100-node-4-2024-03-15.csv, nvidia-smi.csv: nvidia_smi telemetry, 16 samples of 16 GPUs on 2 hosts, "
+        "2024-03-15 13:57 to 2024-03-15 13:57 UTC"
+    ]
+    assert [r.getMessage() for r in caplog.records if r.name.endswith("nvidia_smi")] == [
+        "h100-node-4-2024-03-15.csv: host h100-node-4, named by its file name <host>-<date>.csv",
+        "nvidia-smi.csv: host h100-node-3, named by its folder <host>/nvidia-smi*.csv",
+    ]
+    con = connect(Settings.from_env().warehouse)
+    try:
+        hosts = con.execute("select host, count(distinct gpu_index) from gpu_samples group by 1 order by 1")
+        assert hosts.fetchall() == [("h100-node-3", 8), ("h100-node-4", 8)]
+    finally:
+        con.close()
+
+
+@pytest.mark.realdata
+def test_an_nvidia_smi_capture_in_a_folder_named_for_its_day_names_no_host(home: Path) -> None:
+    file = home / "landing" / "2024-03-15" / "nvidia-smi.csv"
+    file.parent.mkdir(parents=True)
+    shutil.copy(H100_CAPTURE, file)
+    _lines, errors = load(home, file)
+    assert errors == [
+        "nvidia-smi.csv: nvidia-smi output does not name its host (rule telemetry_host_known): add a "
+        "hostname column, or name the file <host>.nvidia-smi.csv, <host>/nvidia-smi.csv or <host>-<date>.csv"
+    ]

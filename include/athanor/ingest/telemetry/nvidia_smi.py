@@ -16,10 +16,16 @@ value that is neither a number (with the field's own unit, if any) nor bracketed
 file, naming row, column and rule. Timestamps are `YYYY/MM/DD HH:MM:SS.mmm` in the host's local
 time, without a zone: hosts are taken to run in UTC (cloud images do by default).
 
-The host is not in nvidia-smi's output: a `hostname` column (a wrapper that prepends
-`$(hostname), ` to each line, with `hostname` in the header) names it, else the file name
-`<host>.nvidia-smi.csv` (anything may follow `.nvidia-smi` before `.csv`:
-`gpu-node-07.nvidia-smi.2026-11-03.csv.gz`). Otherwise the file is refused.
+The host is not in nvidia-smi's output. In this order, it is named by:
+- a `hostname` column (a wrapper that prepends `$(hostname), ` to each line, with `hostname`
+  in the header);
+- the file name `<host>.nvidia-smi.csv` (anything may follow `.nvidia-smi` before `.csv`:
+  `gpu-node-07.nvidia-smi.2026-11-03.csv.gz`);
+- the folder of a file named `nvidia-smi*.csv`: `<host>/nvidia-smi.csv`,
+  `gpu-node-07/nvidia-smi-2026-11-03.csv.gz` (collectors that keep a folder per host), unless
+  the folder's name is a date or a `key=value` partition;
+- the file name `<host>-<date>.csv`: `gpu-node-07-2026-11-03.csv`, `gpu-node-07_20261103.csv`.
+Otherwise the file is refused. The log says which one named each file's host.
 
 The whole file is parsed by DuckDB in one pass, straight into the warehouse table: a file set
 of 100 million samples never passes through Python.
@@ -28,6 +34,7 @@ of 100 million samples never passes through Python.
 from __future__ import annotations
 
 import csv
+import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,9 +61,20 @@ QUERY_FIELDS = (
 UNITS = {"utilization.gpu": "%", "memory.used": "MiB", "memory.total": "MiB", "power.draw": "W"}
 REQUIRED = ("timestamp", "utilization.gpu")
 FILE_NAME = re.compile(r"^(?P<host>.+?)\.nvidia-smi(?:\..*)?\.csv(?:\.gz)?$", re.IGNORECASE)
+# nvidia-smi*.csv in a folder named for its host.
+IN_HOST_FOLDER = re.compile(r"^nvidia-smi(?:[._-].*)?\.csv(?:\.gz)?$", re.IGNORECASE)
+# <host>-<date>.csv: a day (2026-11-03 or 20261103), maybe a time, after the host's name.
+HOST_DATE_NAME = re.compile(
+    r"^(?P<host>[A-Za-z0-9][A-Za-z0-9._-]*?)[-_](?:\d{4}-\d{2}-\d{2}|\d{8})(?:[T_-]\d{2}(?:[:-]?\d{2}){0,2})?"
+    r"\.csv(?:\.gz)?$"
+)
+# A folder that is a day or a partition names no host.
+_NOT_A_HOST = re.compile(r"^(?:\d{4}-?\d{2}-?\d{2}|\d+|.*=.*)$")
 _TIMESTAMP = re.compile(r"^\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}(\.\d+)?$")
 _HEADER_FIELD = re.compile(r"^\s*(?P<name>[A-Za-z_.]+)\s*(?:\[(?P<unit>[^\]]*)\])?\s*$")
 EXAMPLES = 5
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -65,7 +83,8 @@ class Layout:
 
     fields: tuple[str, ...]
     header: bool
-    host: str | None  # from the file name; None when a hostname column names it
+    host: str | None  # from the file's name or folder; None when a hostname column names it
+    host_from: str = "its hostname column"  # what named the host, for the log
 
 
 def field_name(text: str) -> str:
@@ -121,17 +140,27 @@ def layout(file: Path) -> Layout:
                 row=1,
             )
         fields = QUERY_FIELDS
-    host = None
-    if "hostname" not in fields:
-        m = FILE_NAME.match(file.name)
-        if not m:
-            raise IngestError(
-                file.name,
-                "nvidia-smi output does not name its host (rule telemetry_host_known): add a hostname "
-                "column, or name the file <host>.nvidia-smi.csv",
-            )
-        host = m.group("host")
-    return Layout(fields, header, host)
+    if "hostname" in fields:
+        return Layout(fields, header, None)
+    host, host_from = host_of(file)
+    return Layout(fields, header, host, host_from)
+
+
+def host_of(file: Path) -> tuple[str, str]:
+    """The host a capture without a hostname column comes from, and what named it (see the
+    module's docstring for the order); refuses a file whose name and folder name none."""
+    if m := FILE_NAME.match(file.name):
+        return m.group("host"), "its file name <host>.nvidia-smi.csv"
+    folder = file.parent.name
+    if IN_HOST_FOLDER.match(file.name) and folder and not _NOT_A_HOST.match(folder):
+        return folder, "its folder <host>/nvidia-smi*.csv"
+    if m := HOST_DATE_NAME.match(file.name):
+        return m.group("host"), "its file name <host>-<date>.csv"
+    raise IngestError(
+        file.name,
+        "nvidia-smi output does not name its host (rule telemetry_host_known): add a hostname "
+        "column, or name the file <host>.nvidia-smi.csv, <host>/nvidia-smi.csv or <host>-<date>.csv",
+    )
 
 
 def _number(column: str, unit: str) -> str:
@@ -165,6 +194,7 @@ def samples_query(
     number with its field's unit nor bracketed, or a timestamp is not nvidia-smi's.
     """
     lay = layout(file)
+    logger.info("%s: host %s, named by %s", file.name, lay.host or "per row", lay.host_from)
     columns = {f"c{i}": "VARCHAR" for i in range(len(lay.fields))}
     by_field = {f: f"c{i}" for i, f in enumerate(lay.fields)}
     trimmed = ", ".join(f"nullif(trim(c{i}), '') as c{i}" for i in range(len(lay.fields)))
