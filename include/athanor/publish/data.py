@@ -119,6 +119,20 @@ class Recommendation:
         return self.detail.get(key) if isinstance(self.detail, dict) else None
 
     @property
+    def ebs_actions(self) -> list[dict[str, Any]]:
+        """The EBS row's actions, one per volume or snapshot: what is done to it (kind, size,
+        reason, from `plan_ebs`) and its saving held against the bill, the largest first."""
+        if self.kind != "ebs":
+            return []
+        planned = self._detail("actions") or []
+        billed = self._detail("actions_against_bill") or []
+        rows = [{**p, **b} for p, b in zip(planned, billed, strict=False)]
+        return sorted(
+            rows,
+            key=lambda a: (-float(a.get("estimated_monthly_savings_amount") or 0), a.get("resource_id", "")),
+        )
+
+    @property
     def is_total(self) -> bool:
         """A row that adds up other rows of the run (the fleet mix, checkpoint storage)."""
         return self.kind in TOTALS
@@ -279,6 +293,7 @@ class DQResult:
     examples: str | None
     where: str | None  # table / column / file the rule ran on, when dq_results says
     checked_at: datetime | None
+    suite: str | None = None  # the page counts passes per suite; data_quality.csv lists each
 
 
 @dataclass(frozen=True)
@@ -496,6 +511,7 @@ def _dq_result(row: dict[str, Any]) -> DQResult:
         examples=examples or None,
         where=" · ".join(where) or None,
         checked_at=row.get("checked_at"),
+        suite=row.get("suite"),
     )
 
 

@@ -43,6 +43,13 @@ DIMENSION_TITLES = {
     "service": "service",
 }
 PRICING_LABELS = {"Standard": "Standard (on-demand)", "Dynamic": "Dynamic (spot)", "Committed": "Committed"}
+# One EBS action's verb (`lifecycle.policy.plan_ebs` kinds), as the storage table lists them.
+EBS_ACTION_LABELS = {
+    "move-to-s3": "move its data to S3 Intelligent-Tiering",
+    "snapshot-then-delete": "snapshot, then delete the volume",
+    "delete-volume": "delete the volume",
+    "delete-snapshot": "delete the snapshot",
+}
 OPTION_LABELS = {
     "reserved": "Reserved instances (held and new)",
     "savings_plan": "Savings plans",
@@ -100,6 +107,13 @@ def gigabytes(size_bytes: float | None) -> str:
         return "—"
     gb = size_bytes / 1e9
     return f"{gb:,.1f} GB" if gb < 10_000 else f"{gb / 1000:,.1f} TB"
+
+
+def tebibytes(size_gib: float | None) -> str:
+    """An EBS size as AWS states it, in GiB: 512 GiB, or 4.0 TiB from 1,024 GiB on."""
+    if size_gib is None:
+        return "—"
+    return f"{size_gib:,.0f} GiB" if size_gib < 1024 else f"{size_gib / 1024:,.1f} TiB"
 
 
 def number(value: float | None, digits: int = 0) -> str:
@@ -366,6 +380,7 @@ def _environment() -> Environment:
         signed_percent=signed_percent,
         duration=duration,
         gigabytes=gigabytes,
+        tebibytes=tebibytes,
         number=number,
         sort_key=sort_key,
     )
@@ -387,6 +402,19 @@ def dq_status(data: ReportData) -> str:
     return "fail"
 
 
+def dq_passed_by_suite(data: ReportData) -> list[tuple[str, int, int]]:
+    """(suite, checks passed, checks run) per suite, by name: the page lists the failures and
+    counts the passes (thousands of rows of "pass" hid the few that failed); data_quality.csv
+    keeps every check."""
+    passed: dict[str, int] = defaultdict(int)
+    run: dict[str, int] = defaultdict(int)
+    for r in data.dq or []:
+        suite = r.suite or "(no suite)"
+        run[suite] += 1
+        passed[suite] += r.success
+    return [(suite, passed[suite], run[suite]) for suite in sorted(run)]
+
+
 def render_html(data: ReportData) -> str:
     """The whole report page as one HTML string."""
     durations = [duration_chart(i, g) for i, g in enumerate(data.durations[:MAX_DURATION_GROUPS])]
@@ -395,7 +423,7 @@ def render_html(data: ReportData) -> str:
     # The real backtest (the warehouse's pools) first, the synthetic scenarios after it.
     for row in sorted(data.backtest, key=lambda r: (is_synthetic(r.scenario), r.scenario)):
         backtest_table[row.scenario][row.policy] = row
-    dq_rows = sorted(data.dq or [], key=lambda r: (r.success, (r.severity or ""), r.rule))
+    dq_rows = sorted(data.dq_failed, key=lambda r: ((r.severity or ""), r.rule))
     return (
         _environment()
         .get_template("report.html.j2")
@@ -411,6 +439,7 @@ def render_html(data: ReportData) -> str:
             partial_week_days=partial_week_days(data),
             attribution=data.mix_attribution,
             option_labels=OPTION_LABELS,
+            ebs_verbs=EBS_ACTION_LABELS,
             backtest_policies=backtest_policies,
             backtest_table=dict(backtest_table),
             duration_charts=durations,
@@ -419,6 +448,7 @@ def render_html(data: ReportData) -> str:
             gpu_frontiers=gpu_section.frontier_charts(data.gpu_plan),
             dq_status=dq_status(data),
             dq_rows=dq_rows,
+            dq_passed=dq_passed_by_suite(data),
             storage_total=next((r for r in data.recommendations if r.kind == "storage"), None),
             mix_total=next((r for r in data.recommendations if r.kind == "mix"), None),
         )

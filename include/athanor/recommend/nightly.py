@@ -8,6 +8,7 @@ recommend in `recommendations` and `backtests` (replacing this run's rows).
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from datetime import date, datetime, timedelta
@@ -1055,6 +1056,27 @@ def billed_resources(con: duckdb.DuckDBPyConnection, as_of: date) -> dict[str, f
     return {resource: float(cost) * scale for resource, cost, _ in rows}
 
 
+# What each EBS action does to its resource, in the words a reader acts on (`plan_ebs`).
+EBS_VERBS = {
+    # The data goes to S3 and the volume's cost with it (the plan prices S3 only afterwards).
+    "move-to-s3": "move the data of {n} in-use checkpoint volume{s} to S3 Intelligent-Tiering",
+    "snapshot-then-delete": "snapshot and delete {n} unattached volume{s}",
+    "delete-volume": "delete {n} unattached volume{s}",
+    "delete-snapshot": "delete {n} old snapshot{s}",
+}
+
+
+def ebs_action_text(kinds: Iterable[str]) -> str:
+    """'EBS: move the data of 33 in-use checkpoint volumes to S3 Intelligent-Tiering': what the
+    actions do, counted by kind, never a clean-up of idle volumes the plan does not make."""
+    counts = Counter(kinds)
+    parts = [
+        EBS_VERBS.get(kind, kind + " {n} resource{s}").format(n=n, s="s" if n != 1 else "")
+        for kind, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
+    return "EBS: " + "; ".join(parts)
+
+
 STORAGE_RISK = "protected checkpoints (latest per run, keep-tagged) are never expired"
 
 
@@ -1120,7 +1142,7 @@ def _storage_rows(rec: Any, billed: dict[str, float], summary: dict[str, Any]) -
             _storage_row(
                 "ebs",
                 ebs.scope,
-                f"Clean up {len(actions)} idle EBS volumes/snapshots",
+                ebs_action_text(act.kind for act in rec.ebs.actions),
                 ebs,
                 {
                     **rec.ebs.to_dict(),
