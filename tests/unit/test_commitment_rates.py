@@ -161,3 +161,27 @@ def test_a_pools_own_offers_price_its_commitment_within_its_term_limit() -> None
     assert (plans["p4d/us-east-1"].term_months, plans["p4d/us-east-1"].commit_units) == (12, 5)
     assert plans["p4d/us-east-1"].commit_rate == pytest.approx(5.00)
     assert (plans["g5/us-east-1"].term_months, plans["g5/us-east-1"].commit_rate) == (36, pytest.approx(1.60))
+
+
+def test_the_shipped_gcp_committed_use_rates_are_the_sources_figures() -> None:
+    # pricing.yml @ 0166a59e (sources.csv cyclenerd_gcp_pricing_2025_03): a2-highgpu-8g us-central1
+    # hour 29.38708, month_1y 13514.9691136, month_3y 7508.53662384; a3-highgpu-8g us-east4 hour
+    # 88.5557561512329, month_1y 44840.32514976, month_3y 28392.60150768 (730-hour months).
+    a2 = unit_rates("a2-highgpu-8g", "us-central1")
+    assert a2[12].effective_usd_per_h == pytest.approx(13514.9691136 / 730, abs=5e-7)  # 18.513656
+    assert a2[36].effective_usd_per_h == pytest.approx(7508.53662384 / 730, abs=5e-7)  # 10.285667
+    # 13514.9691136 / 21452.5684 = 0.629993 (about 37 % off); 7508.53662384 / 21452.5684 = 0.350006.
+    assert a2[12].rate_ratio == pytest.approx(13514.9691136 / 21452.5684, abs=1e-6)
+    assert a2[36].rate_ratio == pytest.approx(7508.53662384 / 21452.5684, abs=1e-6)
+    a3 = unit_rates("a3-highgpu-8g", "us-east4")
+    assert a3[12].effective_usd_per_h == pytest.approx(44840.32514976 / 730, abs=5e-7)  # 61.425103
+    assert a3[36].rate_ratio == pytest.approx(28392.60150768 / 64645.7019904, abs=1e-6)  # 0.4392
+    assert a3[12].offer == "gcp_cud" and a3[12].as_of.isoformat() == "2025-03-06"
+    # A GCP pool takes them; the label names the source and its date.
+    ref = pd.DataFrame({"instance_type": ["a2-highgpu-8g"]}, index=pd.Index(["a2-highgpu"]))
+    offers, labels = nightly.pool_offers(["a2-highgpu/us-central1"], ref, nightly.PricingAssumptions())
+    assert [round(o.rate_ratio, 4) for o in offers["a2-highgpu/us-central1"]] == [0.63, 0.35]
+    assert labels["a2-highgpu/us-central1"][36] == (
+        "published: gcp_cud 36-month no_upfront $10.2857/h vs on-demand $29.3871/h (0.3500x), "
+        "cyclenerd_gcp_pricing_2025_03, 2025-03-06"
+    )
