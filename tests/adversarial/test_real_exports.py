@@ -221,3 +221,29 @@ def test_an_nvidia_smi_capture_in_a_folder_named_for_its_day_names_no_host(home:
         "nvidia-smi.csv: nvidia-smi output does not name its host (rule telemetry_host_known): add a "
         "hostname column, or name the file <host>.nvidia-smi.csv, <host>/nvidia-smi.csv or <host>-<date>.csv"
     ]
+
+
+def test_gpu_plan_table_says_why_a_class_has_no_plan(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from athanor.cli import main
+    from tests.unit.test_gpu_plan import HEADER, ROWS
+
+    # test_gpu_plan's class on p4d.24xlarge, and one on Trainium, which the catalogue does not hold.
+    trainium = [
+        f"t{n},2026-01-0{n}T00:00:00Z,2026-01-0{n}T00:00:00Z,2026-01-0{n}T02:00:00Z,completed,trn1.32xlarge,"
+        "1,16,on_demand,nlp,p,gpt,100000000,10,3200,tune"
+        for n in (1, 2)
+    ]
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text("\n".join([HEADER, *ROWS, *trainium]) + "\n")
+    assert main(["gpu-plan", str(jobs), "--format", "table"]) == 0
+    header, _rule, *rows, _count = capsys.readouterr().out.splitlines()
+    assert header.split()[-1] == "note"
+    by_class = {row.split()[0]: row for row in rows}
+    assert by_class["nlp/p/gpt/tune"].split(None, 3)[1:3] == ["2", "-"]
+    assert by_class["nlp/p/gpt/tune"].endswith(
+        "  trn1.32xlarge has no GPU figures or price in the catalog: not compared"
+    )
+    # A planned class's reasoning stays in the JSON: its note is empty.
+    assert by_class["nlp/p/bert/tune"].rstrip().endswith("1.47")  # kg_co2e_new, test_gpu_plan's KG_NEW

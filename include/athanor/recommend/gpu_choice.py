@@ -892,11 +892,16 @@ TABLE_COLUMNS = (
     "usd_month_saved",
     "kg_co2e_now",
     "kg_co2e_new",
+    "note",
 )
 
 
 def table_rows(plans: Sequence[ClassPlan]) -> list[tuple[object, ...]]:
-    """One row per class for a terminal table (TABLE_COLUMNS); the reasons are in the JSON."""
+    """One row per class for a terminal table (TABLE_COLUMNS).
+
+    A class without a plan (a '-') carries its reason in `note` (a type outside the catalogue,
+    no option within the deadline); a planned class's reasoning is long and stays in the JSON.
+    """
 
     def cfg(o: Option | None) -> str:
         return "-" if o is None else f"{o.instance_count} x {o.candidate.instance_type}"
@@ -921,6 +926,7 @@ def table_rows(plans: Sequence[ClassPlan]) -> list[tuple[object, ...]]:
                 round(p.monthly_savings_usd, 2),
                 num(None if cur is None else cur.kgco2e_per_run, 2),
                 num(None if rec is None else rec.kgco2e_per_run, 2),
+                p.reason if cur is None or rec is None else "",
             )
         )
     return rows
