@@ -28,10 +28,10 @@ differ only in the last bits. Every table and CSV file also keeps a digest per c
 an exact difference names its column.
 
 Measured on 2026-12-06 (OPENBLAS_CORETYPE=Haswell, Sandybridge, Prescott against the golden's
-SkylakeX): the duration fits, recommendations and GPU plan stay within the tolerance; the spend
-forecasts (spend_forecasts, spend_forecast_accuracy) do not: their ETS fits stop at optima that
-move by 0.1 % to 300 % between kernels. That is the forecast's instability, which the golden
-reports rather than hides; it passes on another CPU once the forecast is stable.
+SkylakeX): the duration fits, recommendations and GPU plan stay within the tolerance. The spend
+forecasts' ETS fits stopped at optima 0.1 % to 300 % apart between kernels until the forecast
+chose its smoothing parameters on a fixed grid (athanor.watch.forecast.fit_on_grid): the same
+forecast on every kernel since, to the last bits (tests/unit/test_forecast_kernels.py).
 
 `compare(golden, actual)` returns one line per difference, naming the table or file, the row
 (its exact part), the column (a JSON path inside a JSON column) and the two values.

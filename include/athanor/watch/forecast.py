@@ -3,7 +3,8 @@ calibrated prediction interval, reconciled so that the teams add up to the total
 backtest on the warehouse's own history.
 
 Usage cost is forecast by statsmodels' ETS (additive error, additive trend, additive weekly
-season), fitted per scope. The trend is straight or damped, whichever forecast the scope's own
+season), fitted per scope: the smoothing parameters of highest likelihood on a fixed grid, the
+initial states by statsmodels' heuristic, so the fit is the same on every CPU (`fit_on_grid`). The trend is straight or damped, whichever forecast the scope's own
 last months better in the backtest (30 days ahead; the lower AIC when the history is too short
 to backtest): a steady growth is kept, a burst of big jobs is not extrapolated for 90 days.
 Month-start charges (purchases, fees, tax, credits) are not a smooth series: each future month
@@ -50,6 +51,12 @@ CHOOSE_BY_HORIZON = 30  # the backtest horizon that picks the trend's form
 MAX_FACTOR = 1000.0  # a score beyond any useful widening (a zero-width side missed)
 SHARE_DAYS = 28  # a service's or account's share of the total: its last four weeks
 SEED = 20261201  # simulated paths are drawn the same way every run: the published bounds repeat
+# The smoothing parameters `fit_on_grid` tries: level; trend as a share of the level's; season as
+# a share of what the level leaves; damping within statsmodels' bounds (0.8-0.98).
+LEVEL_GRID = tuple(round(0.05 * i, 2) for i in range(1, 20))
+TREND_SHARE = (0.01, 0.05, 0.1, 0.2, 0.5)
+SEASON_SHARE = (0.01, 0.05, 0.1, 0.2, 0.5, 0.9)
+DAMPING_GRID = (0.8, 0.85, 0.9, 0.95, 0.98)
 
 
 @dataclass(frozen=True)
@@ -155,6 +162,38 @@ class Base:
         return Base(self.point, paths, self.floor, self.plan)
 
 
+def smoothing_grid(damped: bool) -> np.ndarray:
+    """Every (level, trend, season[, damping]) smoothing parameter set `fit_on_grid` tries, within
+    ETS's admissible region (trend below level, season below what the level leaves)."""
+    sets = [
+        (alpha, alpha * trend, (1 - alpha) * season, *damping)
+        for alpha in LEVEL_GRID
+        for trend in TREND_SHARE
+        for season in SEASON_SHARE
+        for damping in ([(phi,) for phi in DAMPING_GRID] if damped else [()])
+    ]
+    return np.array(sets, dtype=float)
+
+
+def fit_on_grid(model: object) -> object:
+    """The ETS model's results at the smoothing parameters of highest likelihood on a fixed grid,
+    its initial states from statsmodels' heuristic.
+
+    statsmodels' own fit (numerical optimisation of the parameters and initial states) stopped at
+    different optima on different CPUs: its L-BFGS-B runs on BLAS, whose kernels differ in the last
+    bits, and the likelihood of a short, bursty spend series is flat with several optima, so a
+    month's forecast moved up to 9 % between OpenBLAS's Haswell and SkylakeX kernels. The grid's
+    likelihoods are computed by the model's compiled filter without BLAS, and the first set within
+    a relative 1e-9 of the best wins: the same parameters, and forecasts, on any machine.
+    """
+    grid = smoothing_grid(bool(model.damped_trend))  # type: ignore[attr-defined]
+    llf = np.array([model.loglike(params) for params in grid])  # type: ignore[attr-defined]
+    llf[~np.isfinite(llf)] = -np.inf
+    best = llf.max()
+    chosen = int(np.argmax(llf >= best - 1e-9 * max(1.0, abs(best))))
+    return model.smooth(grid[chosen])  # type: ignore[attr-defined]
+
+
 def fit_base(
     usage: pd.Series,
     month_start: pd.Series,
@@ -174,12 +213,20 @@ def fit_base(
     days = pd.date_range(start, periods=horizon, freq="D")
     y = usage.astype(float).asfreq("D")
     with warnings.catch_warnings():
-        # Convergence chatter of the optimiser on short or flat series; the fit is still used.
+        # statsmodels' notes on short or flat series; the fit is still used.
         warnings.simplefilter("ignore")
         fitted = min(
             (
-                ets(y, error="add", trend="add", damped_trend=damped, seasonal="add", seasonal_periods=7).fit(
-                    disp=False, maxiter=200
+                fit_on_grid(
+                    ets(
+                        y,
+                        error="add",
+                        trend="add",
+                        damped_trend=damped,
+                        seasonal="add",
+                        seasonal_periods=7,
+                        initialization_method="heuristic",
+                    )
                 )
                 for damped in ((False, True) if damped is None else (damped,))
             ),
