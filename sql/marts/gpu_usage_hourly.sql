@@ -338,6 +338,10 @@ scaled as (
 ),
 
 observed as (
+    -- In a billed machine-hour the time counted is at most the time paid: samples that count past
+    -- a partial hour's billed seconds (an instance that starts or stops within the hour, sampled
+    -- every 5 minutes) are scaled by paid_share like the paid hours, so busy + idle = paid there
+    -- and busy never exceeds paid. An hour no bill covers keeps its samples' time, unpaid.
     select
         s.hour,
         s.machine,
@@ -349,19 +353,22 @@ observed as (
         coalesce(s.named_job, s.bill_job)                                       as job_id,
         s.bill_team,
         s.bill_instance_type,
-        s.observed_gpu_hours,
-        s.observed_gpu_hours - s.idle_gpu_hours                                 as busy_gpu_hours,
-        s.idle_gpu_hours,
+        s.observed_gpu_hours * s.counted_share                                  as observed_gpu_hours,
+        (s.observed_gpu_hours - s.idle_gpu_hours) * s.counted_share             as busy_gpu_hours,
+        s.idle_gpu_hours * s.counted_share                                      as idle_gpu_hours,
         case when s.billed then 0 else s.gap_gpu_hours end                      as unobserved_gpu_hours,
         case when s.billed then s.observed_gpu_hours * coalesce(s.paid_share, 0) end  as paid_gpu_hours,
         s.usd_per_gpu_hour,
         s.idle_gpu_hours * coalesce(s.paid_share, 0) * s.usd_per_gpu_hour       as idle_cost_usd,
-        s.utilisation_gpu_hours,
-        s.busy_utilisation_gpu_hours,
-        s.busy_memory_gib_gpu_hours,
-        s.busy_memory_share_gpu_hours,
+        s.utilisation_gpu_hours * s.counted_share                               as utilisation_gpu_hours,
+        s.busy_utilisation_gpu_hours * s.counted_share                          as busy_utilisation_gpu_hours,
+        s.busy_memory_gib_gpu_hours * s.counted_share                           as busy_memory_gib_gpu_hours,
+        s.busy_memory_share_gpu_hours * s.counted_share                         as busy_memory_share_gpu_hours,
         s.peak_memory_share
-    from scaled as s
+    from (
+        select *, case when billed then coalesce(paid_share, 1.0) else 1.0 end as counted_share
+        from scaled
+    ) as s
 ),
 
 unobserved as (

@@ -226,7 +226,8 @@ def test_idle_cost_is_the_bills_price_and_never_more_than_the_bill(warehouse) ->
     # i-1: 8 GPUs billed $16 an hour for 2 hours; one GPU sampled, idle (1 %) all of the first hour,
     # busy the second. Idle 1 GPU-hour at $2 = $2; the 14 paid GPU-hours of the 7 others unobserved.
     # i-2: billed half an hour (usage 0.5 h x 1 GPU, $1: $2 a GPU-hour) but sampled idle for a
-    # whole hour: only the paid half is priced, $1 = its whole bill.
+    # whole hour: a billed hour counts no more than its paid time, so 0.5 idle GPU-hours, priced
+    # $1 = its whole bill (never more busy or idle than paid where the bill names the machine).
     # u: idle an hour on a machine no bill names: idle, unpriced.
     insert_rows(
         warehouse,
@@ -243,9 +244,9 @@ def test_idle_cost_is_the_bills_price_and_never_more_than_the_bill(warehouse) ->
     rows = gpu_usage.hourly(warehouse, *WINDOW, IdleRule())
     figures = gpu_usage.summary(warehouse, rows)
     assert figures == {
-        # i-1: 16 paid; i-2: 1 observed (more than its 0.5 paid); lonely: 1 observed.
-        "gpu_hours": 18.0,
-        "idle_gpu_hours": 3.0,
+        # i-1: 16 paid; i-2: its 0.5 paid (1 sampled); lonely: 1 observed.
+        "gpu_hours": 17.5,
+        "idle_gpu_hours": 2.5,
         "unobserved_gpu_hours": 14.0,
         "idle_cost_usd": 3.0,
         "groups": [
@@ -260,8 +261,8 @@ def test_idle_cost_is_the_bills_price_and_never_more_than_the_bill(warehouse) ->
             {
                 "team": "cv",
                 "instance_type": "p4d.24xlarge",
-                "gpu_hours": 1.0,
-                "idle_gpu_hours": 1.0,
+                "gpu_hours": 0.5,
+                "idle_gpu_hours": 0.5,
                 "idle_cost_usd": 1.0,
                 "mean_utilisation": None,
             },
