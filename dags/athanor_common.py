@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from airflow.sdk import Asset, BaseNotifier, task
+from airflow.sdk.definitions.retry_policy import ExceptionRetryPolicy, RetryAction, RetryRule
 
 from athanor.flow import stages_of
 
@@ -27,9 +28,9 @@ def run_stage(name: str, context: Any, *inputs: Any, part: str | None = None) ->
     reports nothing new for that day (or a dry run), the task ends skipped: Airflow emits no
     event, so no downstream run starts.
     """
-    from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+    from airflow.sdk.exceptions import AirflowSkipException
 
-    from athanor.errors import DataRejected
+    from athanor.errors import DataErrorExit, DataRejected
     from athanor.flow import STAGE
     from athanor.flow import run_stage as run
 
@@ -44,7 +45,9 @@ def run_stage(name: str, context: Any, *inputs: Any, part: str | None = None) ->
     try:
         summary = run(name, context, *inputs, s3_client=s3_client, part=part)
     except DataRejected as exc:
-        raise AirflowFailException(str(exc)) from None
+        # flow.run_stage has logged the reason at ERROR; the task ends on it, without a
+        # traceback and without a retry (see DataErrorExit).
+        raise DataErrorExit(str(exc)) from None
     emits = STAGE[name].emits
     if emits and part in (None, "gather"):
         event = summary.get("asset_event", {"as_of": summary.get("as_of")})
@@ -156,10 +159,22 @@ class FailureNotifier(BaseNotifier):
         notify_failure(context, webhook=webhook, timeout_s=self.timeout_s)
 
 
+# Bad data ends a task at once: no retry can fix it (see run_stage).
+DATA_ERRORS_FAIL = ExceptionRetryPolicy(
+    rules=[
+        RetryRule(
+            exception="athanor.errors.DataErrorExit",
+            action=RetryAction.FAIL,
+            reason="bad data: a retry cannot fix it",
+        )
+    ]
+)
+
 DEFAULT_ARGS = {
     "owner": "athanor",
     # Retries are for transient failures (a bucket timing out); see run_stage for bad data.
     "retries": 2,
+    "retry_policy": DATA_ERRORS_FAIL,
     "retry_delay": timedelta(seconds=30),
     "retry_exponential_backoff": True,
     "max_retry_delay": timedelta(minutes=10),
