@@ -510,6 +510,7 @@ def _cmd_plan(args: argparse.Namespace, settings: Settings) -> int:
     """The latest night's plan, from the analysts' snapshot (`--live`: the warehouse, read-only)."""
     import duckdb
 
+    from athanor.publish.artifacts import as_published
     from athanor.recommend import plan
     from athanor.warehouse.snapshots import open_snapshot
 
@@ -533,7 +534,8 @@ def _cmd_plan(args: argparse.Namespace, settings: Settings) -> int:
         )
         return 1
     if args.format == "json":
-        print(json.dumps(found, indent=2, default=_json_default))
+        # Rounded as recommendations.json rounds its `plan`: the two print the same figures.
+        print(json.dumps(as_published(found), indent=2))
         return 0
     rows = [
         (

@@ -334,6 +334,11 @@ def test_headline_is_the_plans_counted_steps(published: Published) -> None:
     )[0]
     headline = published.document["summary"]["monthly_savings_amount"]
     plan = published.document["plan"]
+    if not counted:  # nothing to plan (no GPU usage, no storage): no plan, no headline
+        reconcile(published, "headline saving (no plan step)", headline, None)
+        assert plan is None and 'id="plan-total"' not in published.html
+        assert "no data yet: this run composed no plan" in published.html
+        return
     reconcile(published, "headline saving (JSON) = plan's counted steps", headline, round(query, 2))
     reconcile(
         published, "plan total (JSON) = plan's counted steps", plan["total_monthly_savings"], round(query, 2)
@@ -352,7 +357,11 @@ def test_the_page_plan_is_athanor_plan(published: Published) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATHANOR_")}
     env["ATHANOR_HOME"] = str(published.home)
     done = subprocess.run([ATHANOR, "plan", "--format", "json"], cwd=published.home, env=env,
-                          capture_output=True, text=True, check=True)  # fmt: skip
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    if published.document["plan"] is None:
+        assert (done.returncode, done.stdout) == (1, "") and "holds no plan yet" in done.stderr
+        return
+    assert done.returncode == 0, done.stderr
     printed = json.loads(done.stdout)
     assert printed == published.document["plan"]
     rows = re.findall(r'<tr data-kind="([a-z_]+)" data-order="(\d+)">', published.html)
@@ -430,19 +439,23 @@ def test_mix_saving_is_the_sum_of_its_parts_on_one_baseline(published: Published
         round(_sum_of(published, MIX_PARTS), 2),
     )
     attribution = mix["detail"]["attribution"]
-    parts = sum(p["saving"] for p in attribution["parts"])
+    # The chain's steps: the plan's idle stops and moves, then the mix's own (spot, reservations,
+    # savings plan), which its row adds up.
+    parts = sum(p["saving"] for p in attribution["parts"] if p["kind"] in MIX_PARTS)
     reconcile(
         published,
         "mix saving = its itemised steps",
         round(mix["estimated_monthly_savings_amount"]),
         round(parts),
     )
+    chain = sum(p["saving"] for p in attribution["parts"])
     options = sum(o["change"] for o in attribution["by_option"].values())
+    reconcile(published, "the chain's steps = change by purchase option", round(chain), round(options))
     reconcile(
         published,
-        "mix saving = change by purchase option",
-        round(mix["estimated_monthly_savings_amount"]),
-        round(options),
+        "the chain's steps = bill - plan's cost",
+        round(chain),
+        round(attribution["baseline"]["current_monthly_bill"] - attribution["planned_monthly_cost"]),
     )
     # The one baseline: today's bill of the planned pools, a 30-day window scaled to 730 hours.
     start, end = published.period
@@ -519,7 +532,8 @@ def test_no_action_saves_more_than_the_bill_charged_what_it_touches(published: P
                 published,
                 f"{r['kind']} {r['scope']} vs its pools' bill",
                 saving,
-                sum(pools[p] for p in detail["touches"]),
+                # A pool the plan moves work into has no bill today.
+                sum(pools.get(p, 0.0) for p in detail["touches"]),
             )
         elif r["kind"] == "lifecycle":
             buckets[detail["bucket"]] = buckets.get(detail["bucket"], 0.0) + saving

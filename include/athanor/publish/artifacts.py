@@ -122,7 +122,7 @@ def published(value: float, name: str | None = None) -> float | None:
     return rounded + 0.0  # -0.0 (a tiny negative rounded away) prints as 0.0
 
 
-def _plain(value: Any, name: str | None = None) -> Any:
+def as_published(value: Any, name: str | None = None) -> Any:
     """JSON-safe: dates as ISO text, Decimals and floats rounded by `published`, NaN/inf as null.
 
     `name` is the key the value is found under; list items inherit their list's.
@@ -134,16 +134,16 @@ def _plain(value: Any, name: str | None = None) -> Any:
     if isinstance(value, datetime | date):
         return value.isoformat()
     if isinstance(value, dict):
-        return {str(k): _plain(v, str(k)) for k, v in value.items()}
+        return {str(k): as_published(v, str(k)) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v, name) for v in value]
+        return [as_published(v, name) for v in value]
     return value
 
 
 def recommendations_document(data: ReportData) -> dict[str, Any]:
     """The content of recommendations.json (no wall-clock time: a re-run gives the same bytes)."""
     recs = [{name: getattr(r, name) for name in RECOMMENDATION_FIELDS} for r in data.recommendations]
-    return _plain(
+    return as_published(
         {
             "schema_version": SCHEMA_VERSION,
             "as_of": data.as_of,
@@ -214,7 +214,7 @@ def _cell(value: Any, column: str | None = None) -> Any:
     if value is None:
         return ""
     if isinstance(value, dict | list):
-        return neutralise(json.dumps(_plain(value), sort_keys=True))
+        return neutralise(json.dumps(as_published(value), sort_keys=True))
     if isinstance(value, float | Decimal):
         rounded = published(float(value), column)
         return "" if rounded is None else rounded
@@ -378,7 +378,7 @@ def write_lifecycle(data: ReportData, out_dir: Path) -> list[Path]:
     paths = [
         write_json(
             out_dir / "lifecycle.json",
-            _plain(
+            as_published(
                 {
                     "schema_version": SCHEMA_VERSION,
                     "as_of": data.as_of,
@@ -389,7 +389,7 @@ def write_lifecycle(data: ReportData, out_dir: Path) -> list[Path]:
         )
     ]
     for bucket, config in buckets.items():
-        paths.append(write_json(out_dir / "lifecycle" / f"{_file_name(bucket)}.json", _plain(config)))
+        paths.append(write_json(out_dir / "lifecycle" / f"{_file_name(bucket)}.json", as_published(config)))
     return paths
 
 
