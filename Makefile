@@ -29,12 +29,23 @@ demo: $(VENV)/.installed
 system-deps:
 	scripts/system-deps.sh
 
-test: $(VENV)/.installed-dev system-deps
-	source scripts/airflow-env.sh && $(BIN)/pytest -q
+# Server-free tests on every core, one file per worker (--dist loadfile: a module's fixtures
+# are built once); see the markers in pyproject.toml.
+PARALLEL := -n auto --dist loadfile
 
-# The unit tier: no network, no apt, no server (see the markers in pyproject.toml).
+# Two passes: the server-free tests (unit and slow) in parallel, then the integration and
+# realdata tiers one test at a time, as their servers, timeouts and the one-writer warehouse
+# assume. Both run whatever the first found; the slowest 15 (integration tests, minutes each,
+# slower than any server-free one) close the output.
+test: $(VENV)/.installed-dev system-deps
+	source scripts/airflow-env.sh && status=0 \
+	  && { $(BIN)/pytest -q $(PARALLEL) -m "not integration and not realdata" --durations=5 || status=$$?; } \
+	  && { $(BIN)/pytest -q -m "integration or realdata" --durations=15 || status=$$?; } \
+	  && exit $$status
+
+# The unit tier: no network, no apt, no server, nothing marked slow.
 test-fast: $(VENV)/.installed-dev
-	$(BIN)/pytest -q -m "not integration and not realdata"
+	$(BIN)/pytest -q $(PARALLEL) -m "not integration and not realdata and not slow" --durations=10
 
 airflow: $(VENV)/.installed
 	scripts/airflow-standalone.sh

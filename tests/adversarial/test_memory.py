@@ -19,6 +19,8 @@ import time
 import zlib
 from pathlib import Path
 
+import pytest
+
 from athanor.cli import main
 from tests.unit.test_bad_inputs import COLUMNS, good_rows, write_csv
 
@@ -66,6 +68,8 @@ def gzip_bomb(path: Path, first: bytes, expanded: int, lying_trailer: bool = Fal
     return path
 
 
+# Inflates the whole GiB to count it (seconds of CPU).
+@pytest.mark.slow
 def test_the_bomb_is_what_it_says(tmp_path: Path) -> None:
     bomb = gzip_bomb(tmp_path / "b.gz", JOB_HEADER, GIB)
     assert 1.0e6 < bomb.stat().st_size < 1.2e6  # a thousand times smaller
@@ -93,6 +97,8 @@ def test_detection_reads_a_bounded_prefix(tmp_path: Path) -> None:
     assert time.perf_counter() - started < 2.0
 
 
+# Writes four 1 GiB bombs and a real `athanor ingest` inflates each up to its cap.
+@pytest.mark.slow
 def test_bombs_are_refused_in_one_line_each_and_memory_stays_bounded(tmp_path: Path) -> None:
     landing = tmp_path / "landing"
     landing.mkdir()

@@ -82,6 +82,8 @@ def test_verbose_logs_what_the_load_did_on_stderr_and_quiet_prints_no_log(home: 
     assert capsys.readouterr().err == ""
 
 
+# The whole demo landing: 90 days of bills, jobs, inventories and telemetry.
+@pytest.mark.slow
 def test_demo_writes_where_run_looks_for_deliveries(home: Path, tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.setenv("ATHANOR_LANDING", str(tmp_path / "deliveries"))
     elsewhere = tmp_path / "elsewhere"

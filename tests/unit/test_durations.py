@@ -50,6 +50,8 @@ def _mle_only(x: np.ndarray, cens: np.ndarray | None) -> D.DurationFit:
     return D.fit_durations(x, cens, gof_replicates=0, ci_replicates=0, mixture="never")
 
 
+# A hundred fits of 10,000 durations per family.
+@pytest.mark.slow
 @pytest.mark.parametrize("family", sorted(TRUTH))
 def test_recovers_family_and_params_over_100_seeds(family: str) -> None:
     dist = SCIPY[family](TRUTH[family])

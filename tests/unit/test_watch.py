@@ -230,6 +230,8 @@ def test_the_forecast_chooses_its_trend_by_backtest_and_adds_the_months_fees(war
     assert horizons["total", 30].mape < 0.02
 
 
+# Three forecasts, two of a whole year of daily bills.
+@pytest.mark.slow
 def test_the_nightly_watch_reads_only_its_window_of_history(warehouse, tmp_path: Path) -> None:
     # A year billed: 10,000 a day for the first half, then a weekly pattern around 100 for the
     # last 182 days (WatchSettings.history_days). The watch must see the same as in a warehouse
