@@ -58,6 +58,17 @@ APART = {
     "checkpointing": "what checkpointing would save on spot: the class must checkpoint first",
 }
 STORAGE_KINDS = ("lifecycle", "ebs")
+# What a commitment step carries from the commitment's facts (nightly.commitment_facts).
+COMMITMENT_FACTS = (
+    "commitment_usd",
+    "break_even_utilization",
+    "break_even_month",
+    "expected_utilization",
+    "saving_if_demand_falls_20pct",
+    "saving_if_moves_not_made",
+    "term_rule",
+    "units_without_flagged_days",
+)
 SPEEDUP_EVIDENCE = {
     "fleet": "the class's own runs on both GPU models (measured speed-up)",
     "benchmark": "a published benchmark of the model family (MLPerf Training)",
@@ -324,7 +335,7 @@ def idle_units(
 # --- Composing the plan from what the recommenders stored -------------------------------------
 
 
-@dataclass
+@dataclass(eq=False)
 class Step:
     kind: str
     scope: str
@@ -332,22 +343,13 @@ class Step:
     monthly_savings: float | None
     action: str
     evidence: str
-    assumes: list[int] = field(default_factory=list)
+    after: list[Step] = field(default_factory=list)  # the earlier steps it is sized after
     fields: dict[str, Any] = field(default_factory=dict)
-    order: int = 0
+    order: int = 0  # its place in the plan, set once the plan is in order
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "order": self.order,
-            "kind": self.kind,
-            "scope": self.scope,
-            "counted": self.counted,
-            "monthly_savings": self.monthly_savings,
-            "assumes": list(self.assumes),
-            "action": self.action,
-            "evidence": self.evidence,
-            **self.fields,
-        }
+    @property
+    def assumes(self) -> list[int]:
+        return sorted(s.order for s in self.after)
 
 
 def _records(
@@ -372,66 +374,91 @@ def _cents(value: Any) -> float | None:
     return None if value is None else round(float(value), 2)
 
 
+Recs = dict[tuple[str, str], dict[str, Any]]  # the run's recommendations by (kind, scope)
+
+
 def compose(con: duckdb.DuckDBPyConnection, run_id: str) -> list[Step]:
     """The run's plan, in order, from its recommendations and GPU plan."""
-    recs = {(r["kind"], r["scope"]): r for r in _records(con, "recommendations", run_id)}
+    recs: Recs = {(r["kind"], r["scope"]): r for r in _records(con, "recommendations", run_id)}
     mix = recs.get(("mix", "fleet"))
+    # What recommend_purchases priced of the idle stops and moves (PlanDemand.to_dict).
     planned = (_json(mix["detail"]) or {}).get("plan", {}) if mix else {}
-    steps: list[Step] = []
-
-    # 1. Idle capacity, per pool: the idle_gpu rows of its instance types are its evidence.
-    idle_rows = [r for (kind, _), r in sorted(recs.items()) if kind == "idle_gpu"]
-    idle_saving = planned.get("idle_savings", {})
-    idle_pool = planned.get("idle_pool_of_scope", {})
-    for pool in sorted(idle_saving):
-        rows = [r for r in idle_rows if idle_pool.get(r["scope"]) == pool]
-        share = planned.get("idle_shares", {}).get(pool, 0.0)
-        steps.append(
-            Step(
-                kind="idle_capacity",
-                scope=pool,
-                counted=True,
-                monthly_savings=_cents(idle_saving[pool]),
-                action=f"Stop machines in {pool} once idle ({', '.join(r['scope'] for r in rows)}): their "
-                f"idle hours, scaled to a month, are {share:.1%} of the pool's billed hours",
-                evidence="the fleet's telemetry: idle GPU-hours of billed machines",
-                fields={"pool": pool, "idle_share": round(share, 6), "from": [r["scope"] for r in rows]},
-            )
-        )
-    idle_orders = {s.scope: i + 1 for i, s in enumerate(steps)}
-
-    # 2. GPU moves: counted ones first, then those to benchmark first (not counted).
-    gpu = _records(
+    idle = _idle_steps(recs, planned)
+    moves, to_benchmark = _move_steps(_records(
         con,
         "gpu_plan",
         run_id,
         "recommended_instance_type is not null and monthly_savings_usd > 0",
         "coalesce(counted, false) desc, monthly_savings_usd desc, job_class",
-    )
-    move_saving = planned.get("move_savings", {})
-    move_pools = planned.get("move_pools", {})
-    benchmark_first: list[Step] = []  # listed apart, after the counted steps
-    for r in gpu:
-        counted = bool(r.get("counted")) and r["job_class"] in move_saving
-        from_pool, to_pool = move_pools.get(r["job_class"], [None, None])
-        saving = move_saving.get(r["job_class"]) if counted else float(r["monthly_savings_usd"])
+    ), planned, idle)  # fmt: skip
+    spot = _spot_step(recs)
+    commitments = _commitment_steps(recs, idle, moves, spot)
+    steps = [
+        *idle.values(),
+        *moves,
+        *([spot] if spot else []),
+        *commitments,
+        *_storage_steps(recs),
+        *to_benchmark,
+        *_apart_steps(recs),
+    ]
+    for i, step in enumerate(steps):
+        step.order = i + 1
+    return steps
+
+
+def _idle_steps(recs: Recs, planned: dict[str, Any]) -> dict[str, Step]:
+    """1. Idle capacity, per pool: the idle_gpu rows of its instance types are its evidence."""
+    pool_of = planned.get("idle_pool_of_scope", {})
+    out = {}
+    for pool, saving in sorted(planned.get("idle_savings", {}).items()):
+        scopes = [
+            scope for (kind, scope) in sorted(recs) if kind == "idle_gpu" and pool_of.get(scope) == pool
+        ]
+        share = planned.get("idle_shares", {}).get(pool, 0.0)
+        out[pool] = Step(
+            kind="idle_capacity",
+            scope=pool,
+            counted=True,
+            monthly_savings=_cents(saving),
+            action=f"Stop machines in {pool} once idle ({', '.join(scopes)}): their idle hours, scaled "
+            f"to a month, are {share:.1%} of the pool's billed hours",
+            evidence="the fleet's telemetry: idle GPU-hours of billed machines",
+            fields={"pool": pool, "idle_share": round(share, 6), "from": scopes},
+        )
+    return out
+
+
+def _move_steps(
+    gpu_plan: list[dict[str, Any]], planned: dict[str, Any], idle: dict[str, Step]
+) -> tuple[list[Step], list[Step]]:
+    """2. The GPU plan's moves: those the plan counts (priced in the chain), and those to benchmark
+    first (their list-price saving, listed apart)."""
+    saving_of = planned.get("move_savings", {})
+    pools_of = planned.get("move_pools", {})
+    counted_moves: list[Step] = []
+    to_benchmark: list[Step] = []
+    for r in gpu_plan:
+        counted = bool(r.get("counted")) and r["job_class"] in saving_of
+        from_pool, to_pool = pools_of.get(r["job_class"], [None, None])
         source = r.get("speedup_source")
-        (steps if counted else benchmark_first).append(
+        evidence = (
+            SPEEDUP_EVIDENCE.get(source, f"the speed-up's source: {source}")
+            if source
+            else f"same GPU model: hours scaled by a {r['scaling_basis']} model"
+        )
+        (counted_moves if counted else to_benchmark).append(
             Step(
                 kind="gpu_choice",
                 scope=r["job_class"],
                 counted=counted,
-                monthly_savings=_cents(saving),
+                monthly_savings=_cents(saving_of[r["job_class"]] if counted else r["monthly_savings_usd"]),
                 action=f"Run {r['job_class']} on {r['recommended_instance_count']} x "
                 f"{r['recommended_instance_type']} instead of {r['current_instance_count']} x "
                 f"{r['current_instance_type']}" + ("" if counted else ": benchmark first, not counted"),
-                evidence=(
-                    SPEEDUP_EVIDENCE.get(source, f"the speed-up's source: {source}")
-                    if source
-                    else f"same GPU model: hours scaled by a {r['scaling_basis']} model"
-                )
+                evidence=evidence
                 + ("" if counted else "; its saving at list prices changes sign within the range"),
-                assumes=sorted({idle_orders[p] for p in (from_pool, to_pool) if p in idle_orders}),
+                after=[idle[p] for p in (from_pool, to_pool) if p in idle],
                 fields={
                     "job_class": r["job_class"],
                     "from": {
@@ -460,59 +487,55 @@ def compose(con: duckdb.DuckDBPyConnection, run_id: str) -> list[Step]:
                 },
             )
         )
-    move_orders: dict[str, list[int]] = {}
-    for i, s in enumerate(steps):
-        if s.kind == "gpu_choice" and s.counted:
-            for p in (s.fields["from_pool"], s.fields["to_pool"]):
-                move_orders.setdefault(p, []).append(i + 1)
+    return counted_moves, to_benchmark
 
-    # 3. Spot: its classes leave the demand before commitments are sized on what remains.
-    spot_row = recs.get(("spot", "job classes"))
-    spot_order = None
-    if spot_row is not None:
-        detail = _json(spot_row["detail"]) or {}
-        classes = [
-            {
-                "job_class": c.get("job_class"),
-                "uses_spot": c.get("uses_spot"),
-                "interruptions_per_instance_hour": c.get("interruptions_per_instance_hour"),
-                "completion": c.get("completion"),
-                "spot_rate_source": c.get("spot_rate_source"),
-                "monthly_saving": c.get("monthly_saving_usd"),
-            }
-            for c in detail.get("job_classes", [])
-        ]
-        policy = detail.get("phase_policy") or {}
-        steps.append(
-            Step(
-                kind="spot",
-                scope="job classes",
-                counted=True,
-                monthly_savings=_cents(spot_row["estimated_monthly_savings_amount"]),
-                action=spot_row["action"],
-                evidence="the fleet's own spot runs (interruptions, Spot Advisor as the prior; completion) "
-                "and the bill's spot prices",
-                assumes=[],
-                fields={"classes": classes, "phase_policy": policy},
-            )
-        )
-        spot_order = len(steps)
 
-    # 4. Commitments on what remains.
-    commitment_steps = []
-    commitment_rows = sorted(
+def _spot_step(recs: Recs) -> Step | None:
+    """3. Spot: its classes leave the demand before commitments are sized on what remains. It is
+    measured on today's demand, first in the chain of costs (`attribution.mix_parts`)."""
+    row = recs.get(("spot", "job classes"))
+    if row is None:
+        return None
+    detail = _json(row["detail"]) or {}
+    classes = [
+        {
+            "job_class": c.get("job_class"),
+            "uses_spot": c.get("uses_spot"),
+            "interruptions_per_instance_hour": c.get("interruptions_per_instance_hour"),
+            "completion": c.get("completion"),
+            "spot_rate_source": c.get("spot_rate_source"),
+            "monthly_saving": c.get("monthly_saving_usd"),
+        }
+        for c in detail.get("job_classes", [])
+    ]
+    return Step(
+        kind="spot",
+        scope="job classes",
+        counted=True,
+        monthly_savings=_cents(row["estimated_monthly_savings_amount"]),
+        action=row["action"],
+        evidence="the fleet's own spot runs (interruptions, Spot Advisor as the prior; completion) "
+        "and the bill's spot prices",
+        fields={"classes": classes, "phase_policy": detail.get("phase_policy") or {}},
+    )
+
+
+def _commitment_steps(recs: Recs, idle: dict[str, Step], moves: list[Step], spot: Step | None) -> list[Step]:
+    """4. Reservations per pool, then the savings plan, sized on what the steps before leave:
+    a reservation after its pool's idle stop and the moves in or out of it, the savings plan
+    after every one of them; both after spot."""
+    rows = sorted(
         ((kind, scope, r) for (kind, scope), r in recs.items() if kind in COMMITMENT_KINDS),
         key=lambda found: (COMMITMENT_KINDS.index(found[0]), found[1]),
     )
-    for kind, scope, r in commitment_rows:
-        detail = _json(r["detail"]) or {}
-        facts = detail.get("commitment", {})
-        pools = [scope] if kind == "reserved_instances" else sorted(move_orders.keys() | idle_orders.keys())
-        earlier = sorted(
-            {o for p in pools for o in move_orders.get(p, [])}
-            | {idle_orders[p] for p in pools if p in idle_orders}
-        )
-        commitment_steps.append(
+    out = []
+    for kind, scope, r in rows:
+        facts = (_json(r["detail"]) or {}).get("commitment", {})
+        touching = [m for m in moves if scope in (m.fields["from_pool"], m.fields["to_pool"])]
+        earlier = [idle[scope], *touching] if scope in idle else touching
+        if kind == "savings_plan":
+            earlier = [*idle.values(), *moves]
+        out.append(
             Step(
                 kind=kind,
                 scope=scope,
@@ -520,59 +543,52 @@ def compose(con: duckdb.DuckDBPyConnection, run_id: str) -> list[Step]:
                 monthly_savings=_cents(r["estimated_monthly_savings_amount"]),
                 action=r["action"],
                 evidence=facts.get("evidence", "the bill's hourly demand after the steps before"),
-                assumes=[*earlier, spot_order] if spot_order is not None else earlier,
+                after=[*earlier, *([spot] if spot else [])],
                 fields={
                     "pool": scope,
                     "units": r["recommended_quantity"],
                     "term_months": r["term_months"],
-                    "commitment_usd": facts.get("commitment_usd"),
-                    "break_even_utilization": facts.get("break_even_utilization"),
-                    "break_even_month": facts.get("break_even_month"),
-                    "expected_utilization": facts.get("expected_utilization"),
-                    "saving_if_demand_falls_20pct": facts.get("saving_if_demand_falls_20pct"),
-                    "saving_if_moves_not_made": facts.get("saving_if_moves_not_made"),
-                    "term_rule": facts.get("term_rule"),
+                    **{name: facts.get(name) for name in COMMITMENT_FACTS},
                     "flagged_days": facts.get("flagged_days", []),
-                    "units_without_flagged_days": facts.get("units_without_flagged_days"),
                     "rates": facts.get(
                         "rates", "assumed discounts (settings): enter a quote to replace them"
                     ),
                 },
             )
         )
-    steps += commitment_steps
+    return out
 
-    # 5. Storage.
-    for (kind, scope), r in sorted(recs.items()):
-        if kind in STORAGE_KINDS:
-            steps.append(
-                Step(
-                    kind=kind,
-                    scope=scope,
-                    counted=True,
-                    monthly_savings=_cents(r["estimated_monthly_savings_amount"]),
-                    action=r["action"],
-                    evidence="the storage inventory and the bill's storage prices",
-                )
-            )
 
-    # Apart: never counted.
-    steps += benchmark_first
-    for (kind, scope), r in sorted(recs.items()):
-        if kind in APART:
-            steps.append(
-                Step(
-                    kind=kind,
-                    scope=scope,
-                    counted=False,
-                    monthly_savings=_cents(r["estimated_monthly_savings_amount"]),
-                    action=r["action"],
-                    evidence=APART[kind],
-                )
-            )
-    for i, s in enumerate(steps):
-        s.order = i + 1
-    return steps
+def _storage_steps(recs: Recs) -> list[Step]:
+    """5. Storage: lifecycle rules per prefix, the EBS clean-up."""
+    return [
+        Step(
+            kind=kind,
+            scope=scope,
+            counted=True,
+            monthly_savings=_cents(r["estimated_monthly_savings_amount"]),
+            action=r["action"],
+            evidence="the storage inventory and the bill's storage prices",
+        )
+        for (kind, scope), r in sorted(recs.items())
+        if kind in STORAGE_KINDS
+    ]
+
+
+def _apart_steps(recs: Recs) -> list[Step]:
+    """What the plan lists apart and never adds (APART says why)."""
+    return [
+        Step(
+            kind=kind,
+            scope=scope,
+            counted=False,
+            monthly_savings=_cents(r["estimated_monthly_savings_amount"]),
+            action=r["action"],
+            evidence=APART[kind],
+        )
+        for (kind, scope), r in sorted(recs.items())
+        if kind in APART
+    ]
 
 
 def total(steps: Sequence[Step]) -> float:
