@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import shutil
+import signal
 import socket
 import subprocess
 from pathlib import Path
@@ -54,13 +56,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
-    # Around the whole protocol, not in a fixture: module- and session-scoped fixtures a unit
-    # test sets up are guarded too.
-    if item.get_closest_marker("integration"):
-        return (yield)
-    with pytest.MonkeyPatch.context() as patch:
-        _stay_on_this_machine(patch)
-        return (yield)
+    # athanor.cli.main() lets SIGPIPE end the process (a Unix filter); left so after a test that
+    # calls it, the next socket or pipe a peer closed kills pytest, or an xdist worker, outright
+    # (the server side of tests/adversarial/test_alerts.py after tests/unit/test_watch.py).
+    sigpipe = signal.getsignal(signal.SIGPIPE)
+    try:
+        # Around the whole protocol, not in a fixture: module- and session-scoped fixtures a
+        # unit test sets up are guarded too.
+        if item.get_closest_marker("integration"):
+            return (yield)
+        with pytest.MonkeyPatch.context() as patch:
+            _stay_on_this_machine(patch)
+            return (yield)
+    finally:
+        signal.signal(signal.SIGPIPE, sigpipe)
 
 
 def _refuse(what: str) -> None:
@@ -131,10 +140,24 @@ def settings(tmp_path: Path) -> Settings:
     return Settings.from_env(env)
 
 
-@pytest.fixture
-def warehouse(settings: Settings):
+@pytest.fixture(scope="session")
+def migrated_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A closed warehouse file with the whole schema, made once per session (per xdist worker)."""
     from athanor.warehouse import connect
 
+    path = tmp_path_factory.mktemp("migrated") / "athanor.duckdb"
+    connect(path, memory_limit="1GB").close()
+    return path
+
+
+@pytest.fixture
+def warehouse(settings: Settings, migrated_warehouse: Path):
+    from athanor.warehouse import connect
+
+    # A copy of the migrated file instead of a new one: every migration costs ~0.35 CPU-s a test,
+    # and connect() still runs migrate() on the copy, which finds the schema current.
+    settings.warehouse.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(migrated_warehouse, settings.warehouse)
     con = connect(settings.warehouse, memory_limit="1GB")
     yield con
     con.close()
