@@ -123,3 +123,15 @@ latest as (
     select run_id from runs order by as_of desc nulls last, finished_at desc nulls last, run_id desc limit 1
 )
 select plan_steps.* from plan_steps semi join latest using (run_id);
+
+create or replace view latest_spend_freshness as
+with runs as (
+    select t.run_id, max(t.as_of) as as_of, max(p.finished_at) as finished_at
+    from (select distinct run_id, as_of from spend_freshness) as t
+    left join pipeline_runs as p using (run_id)
+    group by t.run_id
+),
+latest as (
+    select run_id from runs order by as_of desc nulls last, finished_at desc nulls last, run_id desc limit 1
+)
+select spend_freshness.* from spend_freshness semi join latest using (run_id);

@@ -457,6 +457,7 @@ comment on column schema_migrations.applied_at is 'When it was last applied (UTC
 comment on view latest_duration_fits is 'duration_fits of the latest run that fitted any (the newest as_of; of its runs, the one that finished last). Grain: one row per workload group.';
 comment on view latest_recommendations is 'recommendations of the latest run that made any (the newest as_of; of its runs, the one that finished last), as reports/latest shows them. Grain: one row per recommended action (kind, scope).';
 comment on view latest_plan_steps is 'plan_steps of the latest run that composed a plan (the newest as_of; of its runs, the one that finished last), as reports/latest and athanor plan show it. Grain: one row per step.';
+comment on view latest_spend_freshness is 'spend_freshness of the latest run that judged it (the newest as_of; of its runs, the one that finished last): the last charge day of every provider and billing account. Grain: one row per provider and billing account.';
 comment on view latest_backtests is 'backtests of the latest run that scored any (the newest as_of; of its runs, the one that finished last). Grain: one row per scenario, policy and scored month.';
 comment on view latest_gpu_plan is 'gpu_plan of the latest run that planned (the newest as_of; of its runs, the one that finished last). Grain: one row per workload class.';
 comment on view latest_spend_anomalies is 'spend_anomalies of the latest run that found any (the newest as_of; of its runs, the one that finished last). Grain: one row per scope, day and kind.';

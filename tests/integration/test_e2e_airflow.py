@@ -134,7 +134,7 @@ def test_rerun_loads_nothing_twice(deployment) -> None:
     )
 
 
-def test_bad_delivery_fails_the_run_and_loses_nothing(deployment) -> None:
+def test_bad_delivery_is_held_back_the_night_goes_on_and_nothing_is_lost(deployment) -> None:
     home, env, _ = deployment
     warehouse = home / "warehouse" / "athanor.duckdb"
     before = _content_hash(warehouse)
@@ -147,9 +147,10 @@ def test_bad_delivery_fails_the_run_and_loses_nothing(deployment) -> None:
     row[header.index("BilledCost")] = "twelve"
     with (bad / "focus-2026-12.csv").open("w", newline="") as f:
         csv.writer(f).writerows([header, row])
-    failed = _airflow(env, "dags", "test", "athanor_ingest", NIGHT, check=False)
-    assert failed.returncode != 0
-    output = failed.stdout + failed.stderr
+    # A rejected delivery is quarantined and alerted; the night goes on for everything else.
+    night = _airflow(env, "dags", "test", "athanor_ingest", NIGHT, check=False)
+    assert night.returncode == 0, (night.stdout + night.stderr)[-2000:]
+    output = night.stdout + night.stderr
     assert "focus-2026-12.csv row 1, column BilledCost: not a decimal number" in output
     assert not (bad / "focus-2026-12.csv").exists()
     assert list((home / "quarantine").rglob("focus-2026-12.csv"))
