@@ -1,7 +1,8 @@
 """One plan for the GPU fleet, in the order a FinOps lead acts on it, each step sized after the
 steps before it:
 
-1. stop idle capacity (`idle_gpu`): the pool's demand falls by its measured idle share;
+1. stop idle capacity (`idle_gpu`): the pool's demand falls by the unit-hours its machines sat
+   idle in the telemetry, scaled to a month;
 2. move workload classes to the GPU type and count the GPU plan picks (`gpu_choice`, only the
    moves it counts: not those whose saving changes sign within their speed-up's range): the
    class's hours leave its pool, hour by hour, and arrive in the new pool scaled by the plan's
