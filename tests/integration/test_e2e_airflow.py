@@ -97,7 +97,7 @@ def test_report_and_recommendations_are_published(deployment) -> None:
     assert "Summary" in html and "Recommended purchase mix" in html
     assert (home / "reports" / AS_OF.isoformat() / "report.html").exists()
     recs = json.loads((home / "reports" / "latest" / "recommendations.json").read_text())
-    assert recs["schema_version"].startswith("1.")
+    assert recs["schema_version"].startswith("2.")
     con = connect(home / "warehouse" / "athanor-snapshot.duckdb", read_only=True)
     try:
         kinds = {k for (k,) in con.execute("select distinct kind from recommendations").fetchall()}

@@ -171,7 +171,7 @@ def test_outputs_are_published(deployment, flow) -> None:
     assert "Summary" in html
     assert (home / "reports" / "latest" / "report.html").read_text() == html
     recs = json.loads((home / "reports" / "latest" / "recommendations.json").read_text())
-    assert recs["schema_version"].startswith("1.")
+    assert recs["schema_version"].startswith("2.")
     con = connect(home / "warehouse" / "athanor-snapshot.duckdb", read_only=True)
     try:
         billing_rows, billed_usd = con.execute(
