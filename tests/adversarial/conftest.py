@@ -64,3 +64,23 @@ def writer() -> Callable[[Path], AbstractContextManager[subprocess.Popen]]:
             proc.wait(timeout=60)
 
     return holding
+
+
+@pytest.fixture(scope="module")
+def gcp_published(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The GCP fixture (7 lines, $34.22) loaded and published as the analysts' snapshot, as after a
+    nightly run: its warehouse folder, built once per module; each test works on its own copy."""
+    from athanor.cli import main
+    from athanor.settings import Settings
+    from athanor.warehouse import connect, publish_snapshot
+
+    home = tmp_path_factory.mktemp("template")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ATHANOR_HOME", str(home))
+        patch.setenv("ATHANOR_DUCKDB_MEMORY_LIMIT", "1GB")
+        settings = Settings.from_env()
+        assert main(["ingest", str(GCP), "--warehouse", str(settings.warehouse)]) == 0
+        con = connect(settings.warehouse, memory_limit="1GB")
+        publish_snapshot(con, settings.warehouse, settings.snapshot)
+        con.close()
+    return settings.warehouse.parent

@@ -20,34 +20,17 @@ import pytest
 
 from athanor.cli import main
 from athanor.settings import Settings
-from athanor.warehouse import connect, publish_snapshot
 from athanor.warehouse.readonly import open_readonly
-from tests.adversarial.conftest import GCP, JOBS
+from tests.adversarial.conftest import JOBS
 
 ONLY = "(it runs SELECT, EXPLAIN, PRAGMA and CALL only)"
 NO_FILES = "athanor query reads only the warehouse: no files, network or extensions (Permission Error: "
 LOCKED = "athanor query cannot change settings (Invalid Input Error: Cannot change configuration option "
 
 
-@pytest.fixture(scope="module")
-def demo_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The GCP fixture loaded and published as the analysts' snapshot, as after a nightly run
-    (built once; each test works on its own copy)."""
-    home = tmp_path_factory.mktemp("template")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("ATHANOR_HOME", str(home))
-        patch.setenv("ATHANOR_DUCKDB_MEMORY_LIMIT", "1GB")
-        settings = Settings.from_env()
-        assert main(["ingest", str(GCP), "--warehouse", str(settings.warehouse)]) == 0
-        con = connect(settings.warehouse, memory_limit="1GB")
-        publish_snapshot(con, settings.warehouse, settings.snapshot)
-        con.close()
-    return settings.warehouse.parent
-
-
 @pytest.fixture
-def published(home: Path, demo_warehouse: Path, capsys) -> Settings:
-    shutil.copytree(demo_warehouse, home / "warehouse")
+def published(home: Path, gcp_published: Path, capsys) -> Settings:
+    shutil.copytree(gcp_published, home / "warehouse")
     capsys.readouterr()
     return Settings.from_env()
 

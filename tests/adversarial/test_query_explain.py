@@ -22,29 +22,14 @@ from athanor.settings import Settings
 from athanor.warehouse import connect, publish_snapshot
 from athanor.warehouse.readonly import QueryRefused, _explained, open_readonly
 from athanor.warehouse.snapshots import parts_dir
-from tests.adversarial.conftest import GCP
 
 ONLY = "(it runs SELECT, EXPLAIN, PRAGMA and CALL only)"
 
 
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The GCP fixture (7 lines, $34.22) loaded and published, built once; tests copy it."""
-    home = tmp_path_factory.mktemp("template")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("ATHANOR_HOME", str(home))
-        settings = Settings.from_env()
-        assert main(["ingest", str(GCP), "--warehouse", str(settings.warehouse)]) == 0
-        con = connect(settings.warehouse, memory_limit="1GB")
-        publish_snapshot(con, settings.warehouse, settings.snapshot)
-        con.close()
-    return settings.warehouse.parent
-
-
 @pytest.fixture
-def published(home: Path, template: Path, capsys) -> Settings:
+def published(home: Path, gcp_published: Path, capsys) -> Settings:
     # The views name their part files by absolute path: the copy is published again in place.
-    shutil.copytree(template, home / "warehouse")
+    shutil.copytree(gcp_published, home / "warehouse")
     settings = Settings.from_env()
     for path in (home / "warehouse").glob("*-snapshot*"):
         shutil.rmtree(path) if path.is_dir() else path.unlink()
