@@ -107,10 +107,10 @@ def test_pools_take_the_published_rate_else_the_labelled_flat_fallback(tmp_path:
         "g5/us-east-1": [(12, 0.6), (36, 0.4)],  # flat: 1 - 40 %, 1 - 60 %
         "p5/us-west-2": [(12, 0.6), (36, 0.4)],  # no row for the region: flat
     }
-    assert labels["p5/us-east-1"][12].startswith("published: standard_ri 12-month no_upfront $33/h")
-    assert labels["p5/us-east-1"][36].endswith("fixture, 2026-06-01")
-    assert labels["g5/us-east-1"][12].startswith("assumed discount 40% (0.60x on-demand")
-    assert labels["g5/us-east-1"][36].startswith("assumed discount 60% (0.40x on-demand")
+    assert labels["p5/us-east-1"][12].startswith("published rate, fixture, 2026-06-01: standard_ri 12-month")
+    assert "no_upfront $33/h vs on-demand $55/h (0.6000x)" in labels["p5/us-east-1"][12]
+    assert labels["g5/us-east-1"][12].startswith("assumption: flat 40 % 1-year discount (0.60x on-demand")
+    assert labels["g5/us-east-1"][36].startswith("assumption: flat 60 % 3-year discount (0.40x on-demand")
 
 
 def _plan(prices: mix.MixPrices) -> mix.MixRecommendation:
@@ -182,6 +182,6 @@ def test_the_shipped_gcp_committed_use_rates_are_the_sources_figures() -> None:
     offers, labels = nightly.pool_offers(["a2-highgpu/us-central1"], ref, nightly.PricingAssumptions())
     assert [round(o.rate_ratio, 4) for o in offers["a2-highgpu/us-central1"]] == [0.63, 0.35]
     assert labels["a2-highgpu/us-central1"][36] == (
-        "published: gcp_cud 36-month no_upfront $10.2857/h vs on-demand $29.3871/h (0.3500x), "
-        "cyclenerd_gcp_pricing_2025_03, 2025-03-06"
+        "published rate, cyclenerd_gcp_pricing_2025_03, 2025-03-06: gcp_cud 36-month no_upfront "
+        "$10.2857/h vs on-demand $29.3871/h (0.3500x)"
     )

@@ -428,7 +428,8 @@ def assumed_rate_label(a: PricingAssumptions, term_months: int) -> str:
     """The flat fallback of a term, labelled as the assumption it is."""
     ratio = a.one_year_ratio if term_months == 12 else a.three_year_ratio
     return (
-        f"assumed discount {1.0 - ratio:.0%} ({ratio:.2f}x on-demand, settings ATHANOR_COMMIT_DISCOUNT_1Y/3Y): "
+        f"assumption: flat {100 * (1.0 - ratio):.0f} % {term_months // 12}-year discount ({ratio:.2f}x on-demand, "
+        "settings ATHANOR_COMMIT_DISCOUNT_1Y/3Y): "
         "no published rate of the pool's instance type in its region in reference/data/commitment_rates.csv"
     )
 

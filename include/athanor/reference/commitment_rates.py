@@ -65,9 +65,9 @@ class CommitmentRate:
     def label(self) -> str:
         """What a recommendation says it priced with."""
         return (
-            f"published: {self.offer} {self.term_months}-month {self.payment_option} "
-            f"${self.effective_usd_per_h:g}/h vs on-demand ${self.on_demand_usd_per_h:g}/h "
-            f"({self.rate_ratio:.4f}x), {self.source_id}, {self.as_of.isoformat()}"
+            f"published rate, {self.source_id}, {self.as_of.isoformat()}: {self.offer} "
+            f"{self.term_months}-month {self.payment_option} ${self.effective_usd_per_h:g}/h vs "
+            f"on-demand ${self.on_demand_usd_per_h:g}/h ({self.rate_ratio:.4f}x)"
         )
 
 

@@ -1,0 +1,351 @@
+"""Recorded price files, in each provider's own format, read into commitment-rate rows.
+
+One reader for what a price-list pull returns, so the rows of `data/commitment_rates.csv` are
+built by the same code a refresh would run (`athanor gpu-catalog --refresh` can call
+`rates_from_documents` on what it fetched, then `write_commitment_rates`):
+
+- AWS Price List offers: a bulk offer file (``{"products": {sku: ...}, "terms": {"OnDemand":
+  {sku: ...}, "Reserved": {sku: ...}}}``) or the Price List Query API's ``PriceList`` items
+  (``{"product": ..., "terms": ...}``, boto3 ``pricing.get_products``). On-demand terms give the
+  on-demand rate; Reserved terms (``LeaseContractLength`` 1yr/3yr, ``OfferingClass``
+  standard/convertible, ``PurchaseOption``) give Standard and Convertible RIs, their upfront fee
+  (unit ``Quantity``) amortised over the term's hours plus the hourly fee (unit ``Hrs``).
+- AWS Savings Plans rate files (``savingsPlan/v1.0/aws/AWSComputeSavingsPlan/.../index.json``):
+  ``products`` (productFamily EC2InstanceSavingsPlans, ComputeSavingsPlans,
+  SageMakerSavingsPlans; attributes purchaseOption, purchaseTerm) and ``terms.savingsPlan``
+  (rates per discounted usage type: ``BoxUsage:p5.48xlarge`` for EC2, ``Train:ml.p4d.24xlarge``
+  and the like for SageMaker). A Savings Plan rate is hourly with no upfront part for No Upfront.
+- Azure Retail Prices API pages (``{"Items": [...]}``): ``type`` Consumption (on-demand, and its
+  ``savingsPlan`` list of 1- and 3-year rates in API version 2023-01-01-preview) and Reservation
+  (``reservationTerm`` "1 Year" / "3 Years", ``retailPrice`` the whole term per VM).
+
+Only Linux, shared-tenancy, used-capacity on-demand products count (a Windows or Capacity Block
+row of the same type would corrupt the rate). A commitment rate is kept with the on-demand rate of
+the same type and region from the same documents; one without it is a problem, reported with the
+file and the item, and left out while the rest load.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from athanor.reference.commitment_rates import COLUMNS, CommitmentRate
+
+log = logging.getLogger(__name__)
+
+TERM_HOURS = {12: 8760, 36: 26280}  # 365 and 1095 days, as AWS and Azure count a term
+_AWS_TERMS = {"1yr": 12, "3yr": 36, "1 yr": 12, "3 yr": 36}
+_AWS_PAYMENT = {
+    "No Upfront": "no_upfront",
+    "Partial Upfront": "partial_upfront",
+    "All Upfront": "all_upfront",
+}
+_AWS_RI_CLASS = {"standard": "standard_ri", "convertible": "convertible_ri"}
+_SP_FAMILY = {
+    "EC2InstanceSavingsPlans": "ec2_instance_sp",
+    "ComputeSavingsPlans": "compute_sp",
+    "SageMakerSavingsPlans": "sagemaker_sp",
+}
+_AZURE_TERMS = {"1 Year": 12, "3 Years": 36}
+# The AWS region code of a Savings Plans usage-type prefix ('USE1-BoxUsage:...'); no prefix is us-east-1.
+_AWS_USAGE_PREFIX = {
+    "": "us-east-1", "USE1": "us-east-1", "USE2": "us-east-2", "USW1": "us-west-1", "USW2": "us-west-2",
+    "EUC1": "eu-central-1", "EU": "eu-west-1", "EUW1": "eu-west-1", "EUW2": "eu-west-2", "APN1": "ap-northeast-1",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PriceFileProblem:
+    """A price item that could not become a row: the file, the item and the rule it broke."""
+
+    file: str
+    item: str
+    rule: str
+
+    def __str__(self) -> str:
+        return f"{self.file} item {self.item}: {self.rule}"
+
+
+@dataclass
+class PriceFileRates:
+    """What a set of recorded price files gives: rates, on-demand rates seen, and problems."""
+
+    rates: list[CommitmentRate] = field(default_factory=list)
+    on_demand: dict[tuple[str, str, str], float] = field(default_factory=dict)  # (provider, type, region)
+    problems: list[PriceFileProblem] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A commitment price waiting for the on-demand rate of its type and region."""
+
+    provider: str
+    instance_type: str
+    region: str
+    offer: str
+    term_months: int
+    payment_option: str
+    effective_usd_per_h: float
+    file: str
+    item: str
+
+
+def _aws_products(doc: Mapping[str, Any]) -> Iterator[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+    """(product, terms of that product) from a bulk offer file or Query API PriceList items."""
+    if isinstance(doc.get("PriceList"), list):
+        for item in doc["PriceList"]:
+            entry = json.loads(item) if isinstance(item, str) else item
+            yield entry.get("product", {}), entry.get("terms", {})
+        return
+    if "product" in doc:
+        yield doc["product"], doc.get("terms", {})
+        return
+    terms = doc.get("terms", {})
+    for sku, product in (doc.get("products") or {}).items():
+        yield product, {kind: (by_sku or {}).get(sku, {}) for kind, by_sku in terms.items()}
+
+
+def _is_linux_shared_used(attrs: Mapping[str, Any]) -> bool:
+    return (
+        attrs.get("operatingSystem") == "Linux"
+        and attrs.get("tenancy", "Shared") == "Shared"
+        and attrs.get("preInstalledSw", "NA") == "NA"
+        and attrs.get("capacitystatus", "Used") == "Used"
+        and attrs.get("marketoption", "OnDemand") == "OnDemand"
+        and attrs.get("licenseModel", "No License required") == "No License required"
+    )
+
+
+def _usd(dimension: Mapping[str, Any]) -> float:
+    return float(dimension["pricePerUnit"]["USD"])
+
+
+def _aws_offer(doc: Mapping[str, Any], name: str, out: PriceFileRates, pending: list[_Pending]) -> None:
+    for product, terms in _aws_products(doc):
+        attrs = product.get("attributes", {})
+        itype, region = attrs.get("instanceType"), attrs.get("regionCode")
+        if not itype or not region or not _is_linux_shared_used(attrs):
+            continue
+        sku = str(product.get("sku", "?"))
+        for term in (terms.get("OnDemand") or {}).values():
+            hourly = [d for d in term.get("priceDimensions", {}).values() if d.get("unit") == "Hrs"]
+            if len(hourly) != 1:
+                out.problems.append(PriceFileProblem(name, sku, "on-demand term without one hourly price"))
+                continue
+            out.on_demand[("aws", itype, region)] = _usd(hourly[0])
+        for code, term in (terms.get("Reserved") or {}).items():
+            ta = term.get("termAttributes", {})
+            months = _AWS_TERMS.get(ta.get("LeaseContractLength", ""))
+            offer = _AWS_RI_CLASS.get(ta.get("OfferingClass", ""))
+            payment = _AWS_PAYMENT.get(ta.get("PurchaseOption", ""))
+            if months is None or offer is None or payment is None:
+                out.problems.append(PriceFileProblem(name, code, f"unknown reserved term {dict(ta)}"))
+                continue
+            dims = term.get("priceDimensions", {}).values()
+            upfront = sum(_usd(d) for d in dims if d.get("unit") == "Quantity")
+            hourly = sum(_usd(d) for d in dims if d.get("unit") == "Hrs")
+            effective = hourly + upfront / TERM_HOURS[months]
+            pending.append(_Pending("aws", itype, region, offer, months, payment, effective, name, code))
+
+
+def _sp_usage(usage_type: str, service: str) -> tuple[str, str] | None:
+    """(instance type, region) of a Savings Plans discounted usage type; None if not instance usage.
+    EC2: '[PREFIX-]BoxUsage:p5.48xlarge'. SageMaker: '[PREFIX-]Train:ml.p4d.24xlarge',
+    'Host:ml...', 'Notebk:ml...', 'Processing:ml...' (the instance type keeps its 'ml.')."""
+    head, _, itype = usage_type.partition(":")
+    prefix, _, kind = head.rpartition("-")
+    if not itype:
+        return None
+    if service == "AmazonEC2" and kind != "BoxUsage":
+        return None
+    if service == "AmazonSageMaker" and not itype.startswith("ml."):
+        return None
+    region = _AWS_USAGE_PREFIX.get(prefix)
+    return None if region is None else (itype, region)
+
+
+def _aws_savings_plans(
+    doc: Mapping[str, Any], name: str, pending: list[_Pending], out: PriceFileRates
+) -> None:
+    products = {str(p.get("sku")): p for p in doc.get("products", [])}
+    for term in doc.get("terms", {}).get("savingsPlan", []):
+        sku = str(term.get("sku"))
+        product = products.get(sku)
+        if product is None:
+            out.problems.append(PriceFileProblem(name, sku, "savings plan term without its product"))
+            continue
+        offer = _SP_FAMILY.get(str(product.get("productFamily")))
+        attrs = product.get("attributes", {})
+        months = _AWS_TERMS.get(str(attrs.get("purchaseTerm", "")))
+        payment = _AWS_PAYMENT.get(str(attrs.get("purchaseOption", "")))
+        if offer is None or months is None or payment is None:
+            out.problems.append(
+                PriceFileProblem(name, sku, f"unknown savings plan {product.get('productFamily')}")
+            )
+            continue
+        for rate in term.get("rates", []):
+            # Linux only: EC2's Windows and licensed operations are 'RunInstances:0002' and the like.
+            service = str(rate.get("discountedServiceCode", ""))
+            if service == "AmazonEC2" and rate.get("discountedOperation") != "RunInstances":
+                continue
+            found = _sp_usage(str(rate.get("discountedUsageType", "")), service)
+            if found is None:
+                continue
+            if rate.get("discountedRate", {}).get("currency") != "USD":
+                out.problems.append(PriceFileProblem(name, str(rate.get("rateCode")), "rate not in USD"))
+                continue
+            price = float(rate["discountedRate"]["price"])
+            pending.append(
+                _Pending("aws", *found, offer, months, payment, price, name, str(rate.get("rateCode")))
+            )
+
+
+def _azure_retail(doc: Mapping[str, Any], name: str, out: PriceFileRates, pending: list[_Pending]) -> None:
+    for i, item in enumerate(doc.get("Items", []), start=1):
+        itype, region = item.get("armSkuName"), item.get("armRegionName")
+        where = f"{i} ({itype}, {region}, {item.get('type')}, {item.get('reservationTerm', '')})"
+        sku_name, product = str(item.get("skuName", "")), str(item.get("productName", ""))
+        # Linux VMs only: Spot, Low Priority and Windows meters of the same size price otherwise.
+        if not itype or not region or item.get("serviceName") != "Virtual Machines":
+            continue
+        if "Spot" in sku_name or "Low Priority" in sku_name or product.endswith("Windows"):
+            continue
+        if item.get("currencyCode") != "USD":
+            out.problems.append(PriceFileProblem(name, where, "currencyCode must be USD"))
+            continue
+        if item.get("type") == "Consumption":
+            if item.get("unitOfMeasure") != "1 Hour":
+                out.problems.append(PriceFileProblem(name, where, "a VM's pay-as-you-go unit must be 1 Hour"))
+                continue
+            out.on_demand[("azure", itype, region)] = float(item["retailPrice"])
+            for plan in item.get("savingsPlan") or []:
+                months = _AZURE_TERMS.get(str(plan.get("term")))
+                if months is not None:  # hourly savings-plan rate
+                    rate = float(plan["retailPrice"])
+                    pending.append(
+                        _Pending(
+                            "azure",
+                            itype,
+                            region,
+                            "azure_savings_plan",
+                            months,
+                            "no_upfront",
+                            rate,
+                            name,
+                            where,
+                        )
+                    )
+        elif item.get("type") == "Reservation":
+            months = _AZURE_TERMS.get(str(item.get("reservationTerm")))
+            if months is None:  # e.g. '5 Years': no 60-month term here
+                log.info("%s item %s: reservation term not 1 or 3 years, skipped", name, where)
+                continue
+            # The API's unit says '1 Hour' but a reservation's price is the whole term per VM;
+            # monthly and upfront payment cost the same, so one row (no_upfront: billed monthly).
+            hourly = float(item["retailPrice"]) / TERM_HOURS[months]
+            pending.append(
+                _Pending(
+                    "azure", itype, region, "azure_reservation", months, "no_upfront", hourly, name, where
+                )
+            )
+
+
+def rates_from_documents(
+    documents: Sequence[tuple[str, Mapping[str, Any]]], source_id: str, as_of: date
+) -> PriceFileRates:
+    """Commitment rates of the named price documents (name, parsed JSON), each with the on-demand
+    rate of its type and region found in the same documents; `source_id` and `as_of` stamp every
+    row. A rate without an on-demand rate, or above it, is a problem and left out."""
+    out, pending = PriceFileRates(), []
+    for name, doc in documents:
+        if "Items" in doc:
+            _azure_retail(doc, name, out, pending)
+        elif "savingsPlan" in (doc.get("terms") or {}):
+            _aws_savings_plans(doc, name, pending, out)
+        elif "products" in doc or "PriceList" in doc or "product" in doc:
+            _aws_offer(doc, name, out, pending)
+        else:
+            out.problems.append(
+                PriceFileProblem(name, "-", "not an AWS offer, Savings Plans or Azure Retail Prices document")
+            )
+    for p in pending:
+        # SageMaker's ml.* rates pair with SageMaker's own on-demand rate where the documents give it.
+        od = out.on_demand.get((p.provider, p.instance_type, p.region))
+        if od is None:
+            out.problems.append(
+                PriceFileProblem(p.file, p.item, f"no on-demand rate of {p.instance_type} in {p.region}")
+            )
+        elif p.effective_usd_per_h > od:
+            out.problems.append(PriceFileProblem(p.file, p.item, "commitment rate above on-demand"))
+        else:
+            out.rates.append(
+                CommitmentRate(p.provider, p.instance_type, p.region, p.offer, p.term_months, p.payment_option,
+                               round(p.effective_usd_per_h, 6), od, source_id, as_of)
+            )  # fmt: skip
+    for problem in out.problems:
+        log.warning("price file rejected: %s", problem)
+    log.info(
+        "price files: %d documents read, %d rates, %d rejected",
+        len(documents),
+        len(out.rates),
+        len(out.problems),
+    )
+    return out
+
+
+def rates_from_files(paths: Iterable[Path], source_id: str, as_of: date) -> PriceFileRates:
+    """`rates_from_documents` of JSON files on disk."""
+    return rates_from_documents([(p.name, json.loads(p.read_text())) for p in paths], source_id, as_of)
+
+
+def _row(r: CommitmentRate) -> dict[str, str]:
+    return {
+        "provider": r.provider, "instance_type": r.instance_type, "region": r.region, "offer": r.offer,
+        "term_months": str(r.term_months), "payment_option": r.payment_option,
+        "effective_usd_per_h": f"{r.effective_usd_per_h:.6f}", "on_demand_usd_per_h": f"{r.on_demand_usd_per_h:.6f}",
+        "source_id": r.source_id, "as_of": r.as_of.isoformat(),
+    }  # fmt: skip
+
+
+def write_commitment_rates(rates: Iterable[CommitmentRate], path: Path) -> int:
+    """Merge rates into a commitment_rates.csv: a row of the same provider, type, region, offer,
+    term, payment option and source is replaced, every other row kept; returns rows written."""
+    new = [_row(r) for r in rates]
+
+    def key(row: Mapping[str, str]) -> tuple[str, ...]:
+        return tuple(
+            row[c]
+            for c in (
+                "provider",
+                "instance_type",
+                "region",
+                "offer",
+                "term_months",
+                "payment_option",
+                "source_id",
+            )
+        )
+
+    replaced = {key(r) for r in new}
+    kept: list[dict[str, str]] = []
+    if path.exists():
+        with path.open(newline="") as f:
+            kept = [row for row in csv.DictReader(f) if key(row) not in replaced]
+    rows = kept + new
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(COLUMNS), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    return len(rows)
+
+
+def with_source(rates: Iterable[CommitmentRate], source_id: str) -> list[CommitmentRate]:
+    """The same rates under another source id (a refresh stamping its own fetch)."""
+    return [replace(r, source_id=source_id) for r in rates]
