@@ -20,10 +20,19 @@
 --   pod's prefix before a '-' (Kubernetes operators name pods <job>-<role>-<n>), else the job
 --   the billing line of its machine-hour is tagged with (tag job_id); team and instance type
 --   from that billing line, else from the job.
+-- * MIG: each MIG instance is its own series (gaps, idle stretches, jobs: per instance) and its
+--   hours count at its gpu_share of the GPU (3g of 7: 3/7), so the instances of a fully
+--   partitioned GPU add up to the GPU's hours; a machine's observed hours sum these.
 -- Samples from a day before the window are read so that a stretch crossing its start is whole.
 with source as (
     select
-        coalesce(nullif(gpu_id, ''), host || ':' || cast(gpu_index as varchar))  as gpu,
+        -- gpu: the series a sample belongs to, the GPU or one MIG instance of it; gpu_id the GPU.
+        coalesce(nullif(gpu_id, ''), host || ':' || cast(gpu_index as varchar))
+            || coalesce('/mig-' || mig_instance, '')                            as gpu,
+        coalesce(nullif(gpu_id, ''), host || ':' || cast(gpu_index as varchar))  as gpu_id,
+        mig_instance,
+        mig_profile,
+        coalesce(cast(gpu_share as double), 1.0)                                as gpu_share,
         host,
         nullif(instance_id, '')                                                 as instance_id,
         nullif(job_name, '')                                                    as job_name,
@@ -96,15 +105,15 @@ classified as (
 pieces as (
     -- The counted part of each sample's interval, and the unobserved rest of a longer gap.
     select
-        gpu, host, instance_id, job_name, pod, gpu_model, utilisation_pct, memory_used_gib,
-        memory_total_gib, idle, false as gap,
+        gpu, gpu_id, mig_instance, mig_profile, gpu_share, host, instance_id, job_name, pod, gpu_model,
+        utilisation_pct, memory_used_gib, memory_total_gib, idle, false as gap,
         greatest(sampled_at, $window_start)                                     as piece_start,
         least(sampled_at + to_microseconds(cast(counted_s * 1e6 as bigint)), $window_end) as piece_end
     from classified
     union all
     select
-        gpu, host, instance_id, job_name, pod, gpu_model, utilisation_pct, memory_used_gib,
-        memory_total_gib, false as idle, true as gap,
+        gpu, gpu_id, mig_instance, mig_profile, gpu_share, host, instance_id, job_name, pod, gpu_model,
+        utilisation_pct, memory_used_gib, memory_total_gib, false as idle, true as gap,
         greatest(sampled_at + to_microseconds(cast(counted_s * 1e6 as bigint)), $window_start),
         least(next_at, $window_end)
     from classified
@@ -285,19 +294,24 @@ per_gpu as (
         p.host,
         p.instance_id,
         p.gpu,
+        p.gpu_id,
+        p.mig_instance,
+        p.mig_profile,
+        p.gpu_share,
         any_value(p.gpu_model)                                                  as gpu_model,
         n.job_id                                                                as named_job,
         p.hour,
-        coalesce(sum(p.seconds) filter (where not p.gap) / 3600, 0)             as observed_gpu_hours,
-        coalesce(sum(p.seconds) filter (where p.idle) / 3600, 0)                as idle_gpu_hours,
-        coalesce(sum(p.seconds) filter (where p.gap) / 3600, 0)                 as gap_gpu_hours,
-        coalesce(sum(p.seconds * p.utilisation_pct / 100) filter (where not p.gap) / 3600, 0)
+        -- GPU-hours: seconds x the series' share of its GPU (1, or a MIG instance's slices / 7).
+        coalesce(sum(p.seconds * p.gpu_share) filter (where not p.gap) / 3600, 0)  as observed_gpu_hours,
+        coalesce(sum(p.seconds * p.gpu_share) filter (where p.idle) / 3600, 0)  as idle_gpu_hours,
+        coalesce(sum(p.seconds * p.gpu_share) filter (where p.gap) / 3600, 0)   as gap_gpu_hours,
+        coalesce(sum(p.seconds * p.gpu_share * p.utilisation_pct / 100) filter (where not p.gap) / 3600, 0)
                                                                                 as utilisation_gpu_hours,
-        coalesce(sum(p.seconds * p.utilisation_pct / 100) filter (where not p.gap and not p.idle) / 3600, 0)
-                                                                                as busy_utilisation_gpu_hours,
-        coalesce(sum(p.seconds * p.memory_used_gib) filter (where not p.gap and not p.idle) / 3600, 0)
+        coalesce(sum(p.seconds * p.gpu_share * p.utilisation_pct / 100)
+                 filter (where not p.gap and not p.idle) / 3600, 0)             as busy_utilisation_gpu_hours,
+        coalesce(sum(p.seconds * p.gpu_share * p.memory_used_gib) filter (where not p.gap and not p.idle) / 3600, 0)
                                                                                 as busy_memory_gib_gpu_hours,
-        coalesce(sum(p.seconds * p.memory_used_gib / p.memory_total_gib)
+        coalesce(sum(p.seconds * p.gpu_share * p.memory_used_gib / p.memory_total_gib)
                  filter (where not p.gap and not p.idle and p.memory_total_gib > 0) / 3600, 0)
                                                                                 as busy_memory_share_gpu_hours,
         max(p.memory_used_gib / nullif(p.memory_total_gib, 0)) filter (where not p.gap)
@@ -348,7 +362,10 @@ observed as (
         s.resource                                                              as resource_id,
         s.host,
         s.instance_id,
-        s.gpu                                                                   as gpu_id,
+        s.gpu_id,
+        s.mig_instance,
+        s.mig_profile,
+        s.gpu_share,
         s.gpu_model,
         coalesce(s.named_job, s.bill_job)                                       as job_id,
         s.bill_team,
@@ -380,6 +397,9 @@ unobserved as (
         null::varchar                                                           as host,
         null::varchar                                                           as instance_id,
         null::varchar                                                           as gpu_id,
+        null::varchar                                                           as mig_instance,
+        null::varchar                                                           as mig_profile,
+        1.0                                                                     as gpu_share,
         null::varchar                                                           as gpu_model,
         b.job_id,
         b.team                                                                  as bill_team,
@@ -410,6 +430,9 @@ final as (
         u.host,
         u.instance_id,
         u.gpu_id,
+        u.mig_instance,
+        u.mig_profile,
+        u.gpu_share,
         u.gpu_model,
         u.job_id,
         coalesce(u.bill_team, k.team, r.team, '(untagged)')                     as team,
@@ -434,4 +457,4 @@ final as (
 )
 
 select * from final
-order by hour, machine, gpu_id nulls last, job_id
+order by hour, machine, gpu_id nulls last, mig_instance nulls first, job_id

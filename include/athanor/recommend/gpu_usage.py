@@ -67,6 +67,9 @@ HOURLY_COLUMNS = (
     "host",
     "instance_id",
     "gpu_id",
+    "mig_instance",
+    "mig_profile",
+    "gpu_share",
     "gpu_model",
     "job_id",
     "team",
@@ -363,7 +366,9 @@ def job_figures(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, rule: IdleRu
     linked = rows[rows["job_id"].notna() & rows["gpu_id"].notna() & (rows["observed_gpu_hours"] > 0)]
     if linked.empty:
         return pd.DataFrame()
-    per_gpu = linked.groupby(["job_class", "job_id", "gpu_id"], as_index=False).agg(
+    # A MIG instance is a GPU of its own here (dropna=False: a whole GPU's mig_instance is null).
+    linked = linked.assign(gpu_key=linked["gpu_id"] + "/" + linked["mig_instance"].fillna(""))
+    per_gpu = linked.groupby(["job_class", "job_id", "gpu_key"], as_index=False).agg(
         observed=("observed_gpu_hours", "sum"),
         busy=("busy_gpu_hours", "sum"),
         util=("utilisation_gpu_hours", "sum"),
@@ -374,7 +379,7 @@ def job_figures(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, rule: IdleRu
     per_gpu["used"] = per_gpu["util"] / per_gpu["observed"] * 100 >= rule.below_pct
     per_gpu["used_hours"] = per_gpu["observed"].where(per_gpu["used"], 0.0)
     jobs = per_gpu.groupby(["job_class", "job_id"], as_index=False).agg(
-        gpus_seen=("gpu_id", "nunique"),
+        gpus_seen=("gpu_key", "nunique"),
         gpus_used=("used", "sum"),
         observed=("observed", "sum"),
         used_hours=("used_hours", "sum"),

@@ -136,6 +136,7 @@ def ingest_telemetry(
             else:
                 if fmt == prometheus.FORMAT:
                     samples, skipped = prometheus.read(files, load_id)
+                    prometheus.drop_mig_parents(samples, skipped)
                     prometheus.finish(samples)
                 else:
                     pairs = cloudwatch.pair(files)
@@ -153,18 +154,24 @@ def ingest_telemetry(
         store_results(con, exc.outcome)
         raise
     figures = con.execute(sql("ingest/telemetry_load_summary"), {"load_id": load_id}).fetchall()[0]
-    gpus, hosts, first, last, unreported = figures
+    gpus, hosts, first, last, unreported, mig_instances, with_power = figures
     line = (
         f"{names}: {fmt} telemetry, {rows:,} samples of {gpus:,} GPU{'s' if gpus != 1 else ''} "
-        f"on {hosts:,} host{'s' if hosts != 1 else ''}, "
+        + (f"({mig_instances:,} MIG instances) " if mig_instances else "")
+        + f"on {hosts:,} host{'s' if hosts != 1 else ''}, "
         f"{first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} UTC"
     )
     if unreported:
         line += f", {unreported:,} without utilisation ([N/A])"
+    # Energy is integrated from measured power where a sample has it, modelled elsewhere: say which.
+    line += f", power read on {with_power:,} of {rows:,}" if with_power else ", no power reading"
     if replaced:
         line += f", replacing {replaced:,} samples loaded before"
+    parents = skipped.pop(prometheus.PARENT_OF_MIG, 0)
     if skipped:
         line += f"; skipped series of other metrics: {', '.join(f'{k} ({v})' for k, v in sorted(skipped.items()))}"
+    if parents:
+        line += f"; skipped {parents:,} samples of parent GPUs beside their MIG instances (counted once, by instance)"
     warnings = [r.line(outcome.context.file_names) for r in outcome.warnings]
     return "\n".join([line, *(f"  warning: {w}" for w in warnings)])
 

@@ -16,6 +16,19 @@ exporter's own pod into `pod`; the exported ones win, and a `pod` that is the ex
 is no workload. An EC2 resource-based host name (`i-0123456789abcdef0.ec2.internal`)
 names the instance (else an `instance_id` label does). A series without `__name__` (a query that applied a function drops it), or
 without any host label, refuses the file.
+
+MIG: on a GPU partitioned with MIG the exporter writes one series per GPU instance, labelled
+`GPU_I_ID` (the instance) and `GPU_I_PROFILE` (`1g.10gb`, `3g.40gb`, `7g.80gb`...), every one
+with the parent's `UUID`. Each instance is its own GPU series (gpu_id the parent's UUID,
+mig_instance its GPU_I_ID) standing for a share of the parent: the profile's compute slices
+out of the GPU's (`MIG_SLICES`: 7 on A100 and H100, 4 on A30), so 3g + 2g + 1g + 1g make one
+GPU. DCGM_FI_DEV_GPU_UTIL is not supported on MIG instances (0 or absent): their utilisation is
+DCGM_FI_PROF_GR_ENGINE_ACTIVE, as everywhere it is exported. DCGM_FI_DEV_POWER_USAGE on an
+instance is its parent's whole board (a device-level field): stored as read, and the energy
+marts attribute it by gpu_share. A series of the parent itself (no GPU_I_ID) beside its
+instances' would count the GPU twice: it is dropped and counted in the load's skipped line.
+An instance whose profile names no slices (`GPU_I_PROFILE` missing or not `<n>g...`) refuses
+the file (rule telemetry_mig_profile).
 """
 
 from __future__ import annotations
@@ -41,6 +54,11 @@ METRICS = {
     "DCGM_FI_DEV_POWER_USAGE": "power",
 }
 _EXPORTER_PODS = ("dcgm-exporter", "nvidia-dcgm-exporter")
+# Compute slices of a whole GPU for MIG: 7 on A100 / H100 / H200 / B200; A30's MIG splits 4 ways.
+MIG_SLICES = 7
+MIG_SLICES_BY_MODEL = (("A30", 4),)
+_MIG_PROFILE = re.compile(r"^(?P<slices>[1-8])g\.", re.IGNORECASE)
+PARENT_OF_MIG = "parent-GPU series beside its MIG instances"
 _RESOURCE_NAME = re.compile(r"^(i-[0-9a-f]{8,17})(?:\.|$)")
 
 
@@ -152,6 +170,7 @@ def _read_file(file: Path, samples: Samples, skipped: dict[str, int]) -> None:
                 row=position + 1,
             )
         gpu_id = uuid or f"{host}:{index}"
+        mig = _mig(metric, file, position + 1, n)
         pod, namespace = _pod(metric)
         identity = {
             "host": host,
@@ -161,6 +180,7 @@ def _read_file(file: Path, samples: Samples, skipped: dict[str, int]) -> None:
             "instance_id": _label(metric, "instance_id") or instance_of(host),
             "pod": pod,
             "namespace": namespace,
+            **mig,
         }
         for point in values or []:
             position += 1
@@ -177,6 +197,45 @@ def _read_file(file: Path, samples: Samples, skipped: dict[str, int]) -> None:
                     examples=[f"row {position}: {json.dumps(point)[:80]}"],
                 ) from None
             samples.set(file.name, position, identity, at, field, None if math.isnan(value) else value)
+
+
+def mig_share(profile: str, model: str | None) -> float | None:
+    """The share of its GPU a MIG profile is: compute slices / the GPU's ('3g.40gb' -> 3/7)."""
+    m = _MIG_PROFILE.match(profile.strip())
+    if m is None:
+        return None
+    whole = next((n for name, n in MIG_SLICES_BY_MODEL if name in (model or "")), MIG_SLICES)
+    slices = int(m.group("slices"))
+    return slices / whole if slices <= whole else None
+
+
+def _mig(metric: dict[str, Any], file: Path, row: int, n: int) -> dict[str, Any]:
+    """A MIG instance's columns (none for a whole GPU); refuses an instance without a usable profile."""
+    instance = _label(metric, "GPU_I_ID")
+    if instance is None:
+        return {}
+    profile = _label(metric, "GPU_I_PROFILE")
+    share = mig_share(profile, _label(metric, "modelName")) if profile else None
+    if share is None:
+        raise IngestError(
+            file.name,
+            f"MIG instance {instance} with GPU_I_PROFILE {profile!r}: its share of the GPU is unknown "
+            "(rule telemetry_mig_profile; a profile is <slices>g.<memory>gb, e.g. 3g.40gb)",
+            column="GPU_I_PROFILE",
+            row=row,
+            examples=[f"series {n}: {json.dumps(metric)[:160]}"],
+        )
+    return {"mig_instance": instance, "mig_profile": profile, "gpu_share": share}
+
+
+def drop_mig_parents(samples: Samples, skipped: dict[str, int]) -> None:
+    """Drop the whole-GPU rows of a GPU that also has MIG instance rows: they would count it twice."""
+    partitioned = {gpu for (gpu, mig, _, _) in samples.rows if mig is not None}
+    parents = [key for key in samples.rows if key[1] is None and key[0] in partitioned]
+    for key in parents:
+        del samples.rows[key]
+    if parents:
+        skipped[PARENT_OF_MIG] = len(parents)
 
 
 def finish(samples: Samples) -> None:

@@ -34,6 +34,9 @@ SCHEMA = pa.schema(
         ("memory_used_gib", pa.float64()),
         ("memory_total_gib", pa.float64()),
         ("power_w", pa.float64()),
+        ("mig_instance", pa.string()),
+        ("mig_profile", pa.string()),
+        ("gpu_share", pa.float64()),
     ]
 )
 
@@ -59,13 +62,14 @@ def expect(value: Any, kind: type | tuple[type, ...], file: Path, where: str, wh
 
 
 class Samples:
-    """Rows keyed by (gpu_id, instant): the metrics of one GPU at one instant meet in one row,
+    """Rows keyed by (gpu_id, MIG instance, instant): the metrics of one GPU (or one MIG instance
+    of it) at one instant meet in one row,
     whichever series or file they come from; the row keeps the file and position it was first
     seen at."""
 
     def __init__(self, load_id: str, source_format: str) -> None:
         self.load_id, self.source_format = load_id, source_format
-        self.rows: dict[tuple[str, datetime, int], dict[str, Any]] = {}
+        self.rows: dict[tuple[str, str | None, datetime, int], dict[str, Any]] = {}
 
     def set(
         self,
@@ -77,11 +81,12 @@ class Samples:
         value: float | None,
     ) -> None:
         copy = 0
+        gpu = (identity["gpu_id"], identity.get("mig_instance"))
         # The same metric twice for one GPU and instant (two scrapes of one exporter) stays two
         # rows, for the rule telemetry_sample_unique to name.
-        while (row := self.rows.get((identity["gpu_id"], at, copy))) is not None and field in row["metrics"]:
+        while (row := self.rows.get((*gpu, at, copy))) is not None and field in row["metrics"]:
             copy += 1
-        key = (identity["gpu_id"], at, copy)
+        key = (*gpu, at, copy)
         if row is None:
             row = self.rows[key] = {
                 "source_file": file,
