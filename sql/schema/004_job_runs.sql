@@ -31,4 +31,6 @@ create table if not exists job_run_facts (
 alter table job_run_facts add column if not exists model_params bigint;
 alter table job_run_facts add column if not exists peak_gpu_memory_gib double;
 alter table job_run_facts add column if not exists samples_per_second double;
-alter table job_run_facts add column if not exists phase varchar
+alter table job_run_facts add column if not exists phase varchar;
+-- The scheduler's nodes the job held, expanded, comma-separated (Slurm NodeList; issue 32).
+alter table job_run_facts add column if not exists node_list varchar

@@ -6,5 +6,5 @@ select
     instance_type, instance_count, gpus_per_instance, gpu_count, gpu_hours,
     pricing_model, checkpoint_interval_s, checkpoint_time_s, restart_count,
     model_params, peak_gpu_memory_gib, samples_per_second, phase,
-    load_id, source_file, source_row
+    node_list, load_id, source_file, source_row
 from job_run_facts

@@ -49,6 +49,7 @@ PARSE_SUITE = {
     "jobs": "job_run_facts",
     "inventory": "storage_objects",
     "ebs": "ebs_listings",
+    "ec2_instances": "ec2_instances",
     "gpu_telemetry": "gpu_samples",
 }
 
@@ -100,6 +101,8 @@ def classify(con: duckdb.DuckDBPyConnection, file: Path, limits: InputLimits = D
         return "inventory"
     if keys & {"Volumes", "Snapshots"}:
         return "ebs"
+    if "Reservations" in keys:  # aws ec2 describe-instances: the node map's instances
+        return "ec2_instances"
     if telemetry.detect(data, header) is not None:
         if telemetry.is_header(header):  # a header-less nvidia-smi line may repeat a value
             sniff.check_unique(file, header)
@@ -289,6 +292,16 @@ def ingest_deliveries(
                 )
             for file in by_kind["ebs"]:
                 _load(outcome, con, [file], "ebs", lambda fs: ingest_ebs(con, fs[0]), run_id, failed_status)
+            for file in by_kind["ec2_instances"]:
+                _load(
+                    outcome,
+                    con,
+                    [file],
+                    "ec2_instances",
+                    lambda fs: ingest_ec2_instances(con, fs[0]),
+                    run_id,
+                    failed_status,
+                )
             # A file named on the command line must be a delivery itself, even an inventory part.
             read_by_manifest = [f for f in by_kind["unknown"] if not explicit and f.resolve() in parts]
             if read_by_manifest:
@@ -674,3 +687,35 @@ def _is_date(text: str) -> bool:
         return True
     except ValueError:
         return False
+
+
+def ingest_ec2_instances(con: duckdb.DuckDBPyConnection, file: Path) -> str:
+    """Load an `aws ec2 describe-instances` listing: each instance it names replaces its earlier
+    row (instances missing from it, terminated since, keep theirs: the node map needs them)."""
+    from athanor.ingest.inventory import EC2_INSTANCE_COLUMNS, read_ec2_instances
+
+    digest, size = checksum([file])
+    load_id = digest[:16]
+    if _already_loaded(con, load_id):
+        return f"{shown(file.name)}: unchanged since load {load_id}, skipped"
+    frame = read_ec2_instances(file).assign(load_id=load_id, source_file=file.name)
+    columns = ", ".join(("load_id", "source_file", *EC2_INSTANCE_COLUMNS))
+    with transaction(con):
+        con.register("incoming_instances", frame)
+        con.execute(
+            "delete from ec2_instances where instance_id in (select instance_id from incoming_instances)"
+        )
+        con.execute(
+            f"insert into ec2_instances ({columns}) select {columns} from incoming_instances "
+            "qualify row_number() over (partition by instance_id order by launch_time desc nulls last) = 1"
+        )
+        con.unregister("incoming_instances")
+        _ledger(con, load_id, "ec2_instances", "describe_instances", [file], digest, size, len(frame))
+    gpu = frame["instance_type"].fillna("").str.match(r"^(p\d|g\d)")
+    logger.info(
+        "%s: read %d EC2 instances (%d of GPU families p/g), loaded into ec2_instances",
+        shown(file.name),
+        len(frame),
+        int(gpu.sum()),
+    )
+    return f"{shown(file.name)}: EC2 instances, {len(frame):,} instances"

@@ -464,3 +464,56 @@ def write_csv_gz(path: Path, rows: list[list[str]]) -> None:
     # mtime=0 and no file name in the gzip header: the same rows give the same bytes (and MD5).
     with path.open("wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as fh:
         fh.write(text.encode())
+
+
+# ---------------------------------------------------------------------------- EC2 instances
+
+EC2_INSTANCE_COLUMNS = (
+    "instance_id",
+    "instance_type",
+    "private_dns_name",
+    "private_ip",
+    "name_tag",
+    "team",
+    "launch_time",
+    "state",
+    "tags",
+)
+
+
+def read_ec2_instances(src: str | Path | dict[str, Any], team_tag: str = "team") -> pd.DataFrame:
+    """`aws ec2 describe-instances` JSON (a file or the parsed dict): one row per instance.
+
+    What names a scheduler node had: PrivateDnsName (its first label, ip-10-0-1-11, is the host
+    name Slurm and the telemetry see), the Name tag and the instance id; LaunchTime says from
+    when. An instance without InstanceId is refused, naming the reservation and instance.
+    """
+    name = shown(str(src)) if not isinstance(src, dict) else "<dict>"
+    rows = []
+    for r, reservation in enumerate(_load_json(src, "Reservations"), start=1):
+        for i, instance in enumerate(reservation.get("Instances") or [], start=1):
+            if not instance.get("InstanceId"):
+                raise InventoryError(
+                    name, f"reservation {r}, instance {i}: InstanceId missing", column="InstanceId"
+                )
+            tags = _tags(instance.get("Tags"))
+            launch = instance.get("LaunchTime")
+            ts = pd.Timestamp(launch) if launch else None
+            if ts is not None:
+                ts = (ts.tz_convert("UTC") if ts.tzinfo else ts.tz_localize("UTC")).tz_localize(None)
+            rows.append(
+                {
+                    "instance_id": instance["InstanceId"],
+                    "instance_type": instance.get("InstanceType"),
+                    "private_dns_name": instance.get("PrivateDnsName") or None,
+                    "private_ip": instance.get("PrivateIpAddress") or None,
+                    "name_tag": tags.get("Name"),
+                    "team": tags.get(team_tag),
+                    "launch_time": ts,
+                    "state": (instance.get("State") or {}).get("Name"),
+                    "tags": tags,
+                }
+            )
+    frame = pd.DataFrame(rows, columns=list(EC2_INSTANCE_COLUMNS))
+    frame["launch_time"] = pd.to_datetime(frame["launch_time"]).astype("datetime64[us]")
+    return frame

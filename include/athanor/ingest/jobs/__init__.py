@@ -38,6 +38,7 @@ errors). The names below are the public interface.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping
 from datetime import datetime
@@ -50,17 +51,25 @@ import pandas as pd
 from athanor.ingest.jobs.canonical import COLUMNS, check_common, derive
 from athanor.ingest.jobs.detect import detect, detect_job_format, read_bytes
 from athanor.ingest.jobs.generic import GENERIC_COLUMNS, GENERIC_OPTIONAL, GENERIC_REQUIRED, parse_generic
-from athanor.ingest.jobs.problems import MAX_EXAMPLES, JobRunError, Problem
+from athanor.ingest.jobs.problems import MAX_EXAMPLES, JobRunError, Problem, Problems
 from athanor.ingest.jobs.sagemaker import SAGEMAKER_STATES, parse_sagemaker
 from athanor.ingest.jobs.slurm import (
     SLURM_STATES,
     default_partition_pricing,
+    expand_array_id,
+    expand_hostlist,
     parse_slurm,
     parse_slurm_elapsed,
     parse_tres_gpus,
 )
 from athanor.ingest.sniff import DEFAULT_LIMITS, InputLimits
 from athanor.reference import CENSORED_STATES, JOB_PRICING_MODELS, JOB_STATES
+
+logger = logging.getLogger(__name__)
+
+# A Slurm log with at most this share of its records broken loads without them (each rejected
+# record named in the log and counted); beyond it the whole log is refused as it stands.
+DEFAULT_MAX_BAD_SHARE = 0.1
 
 __all__ = [
     "CENSORED_STATES",
@@ -75,6 +84,8 @@ __all__ = [
     "Problem",
     "default_partition_pricing",
     "detect_job_format",
+    "expand_array_id",
+    "expand_hostlist",
     "parse_slurm_elapsed",
     "parse_tres_gpus",
     "read_job_runs",
@@ -90,6 +101,7 @@ def read_job_runs(
     partition_pricing: Mapping[str, str] | None = None,
     slurm_tz: str = "UTC",
     limits: InputLimits = DEFAULT_LIMITS,
+    max_bad_share: float = DEFAULT_MAX_BAD_SHARE,
 ) -> pd.DataFrame:
     """Read one job-log file of any supported format into the canonical table.
 
@@ -100,6 +112,9 @@ def read_job_runs(
             name contains 'spot', else 'on_demand').
         slurm_tz: time zone sacct printed its timestamps in (sacct uses local time).
         limits: how far a gzip may expand (`athanor.ingest.sniff`).
+        max_bad_share: a Slurm log's records with a problem are rejected alone (the rest load;
+            ``df.attrs["rejected"]`` counts them per rule) while they are at most this share of
+            its records; beyond it, or for a problem of the whole file, the file is refused.
     """
     path = Path(path)
     data = read_bytes(path, limits)
@@ -117,10 +132,37 @@ def read_job_runs(
     else:
         frame, problems, warnings, names = parse_sagemaker(data, path.name)
     check_common(frame, problems, names)
+    rejected: dict[str, int] = {}
+    if kind == "slurm":
+        frame, rejected = _reject_alone(frame, problems, max_bad_share, warnings)
     problems.raise_if_any(names.get(c, c) for c in COLUMNS)
     out = derive(frame, as_of_ts)
     out.attrs["warnings"] = warnings
+    out.attrs["rejected"] = rejected
     return out
+
+
+def _reject_alone(
+    frame: pd.DataFrame, problems: Problems, max_share: float, warnings: list[str]
+) -> tuple[pd.DataFrame, dict[str, int]]:
+    """Drop the records a problem was found in, when few enough, and clear the problems; else
+    leave them for `raise_if_any` to refuse the file with."""
+    records = getattr(problems, "records", len(frame))
+    if not problems.total or None in problems.bad_rows or not records:
+        return frame, {}
+    bad = {row for row in problems.bad_rows if row is not None}
+    if len(bad) / records > max_share:
+        return frame, {}
+    for problem in problems.examples:
+        logger.warning("rejected: %s", problem)
+    counts = dict(sorted(problems.rule_counts.items()))
+    summary = "; ".join(f"{n} {rule}" for rule, n in counts.items())
+    note = f"{problems.file}: {len(bad)} of {records} records rejected, the rest loaded ({summary})"
+    logger.warning(note)
+    warnings.append(note)
+    problems.total = 0
+    problems.examples.clear()
+    return frame[~frame["source_row"].isin(bad)].reset_index(drop=True), counts
 
 
 def _as_utc_naive(value: datetime | str | pd.Timestamp | None) -> pd.Timestamp | None:

@@ -51,6 +51,8 @@ COLUMNS: dict[str, str] = {
     "gpu_count": "int64",
     "gpu_hours": "float64",
     "source_row": "int64",
+    # The scheduler's nodes the job held, expanded and comma-separated (Slurm NodeList); else missing.
+    "node_list": "str",
 }
 
 NULL_TOKENS = frozenset({"", "NULL", "null", "None", "NaN", "nan"})
@@ -128,6 +130,8 @@ def typed(frame: pd.DataFrame) -> pd.DataFrame:
         "phase",
     ):
         frame[column] = frame[column].astype("str")
+    if "node_list" in frame:
+        frame["node_list"] = frame["node_list"].astype("str")
     return frame
 
 
@@ -219,6 +223,8 @@ def derive(frame: pd.DataFrame, as_of: pd.Timestamp | None) -> pd.DataFrame:
     gpu_count = frame["_gpu_total"].astype("Int64").fillna(gpu_count)
     gpu_hours = (duration / 3600 * gpu_count.astype("float64")).mask(start.isna(), 0.0)
 
+    if "node_list" not in frame:
+        frame = frame.assign(node_list=pd.Series(pd.NA, index=frame.index, dtype="str"))
     frame = frame.assign(
         duration_s=duration.astype("float64"),
         censored=frame["state"].isin(CENSORED_STATES),

@@ -59,9 +59,19 @@ class Problems:
         self.unit = unit
         self.examples: list[Problem] = []
         self.total = 0
+        # Every row a problem was found in (None: the file as a whole), and how often each rule
+        # broke: what a reader that rejects bad records alone drops and reports.
+        self.bad_rows: set[int | None] = set()
+        self.rule_counts: dict[str, int] = {}
+
+    def _count(self, column: str | None, rule: str, n: int) -> None:
+        key = f"{column}: {rule}" if column else rule
+        self.rule_counts[key] = self.rule_counts.get(key, 0) + n
 
     def add(self, row: int | None, column: str | None, rule: str, detail: str = "") -> None:
         self.total += 1
+        self.bad_rows.add(row)
+        self._count(column, rule, 1)
         self.examples.append(Problem(self.file, row, column, rule, detail, self.unit))
 
     def add_mask(
@@ -75,6 +85,9 @@ class Problems:
         """Record every row where ``mask`` holds; keep examples of the first few only."""
         hits = np.flatnonzero(mask.fillna(False).to_numpy(dtype=bool))
         self.total += len(hits)
+        if len(hits):
+            self._count(column, rule, len(hits))
+            self.bad_rows.update(int(r) for r in rows.iloc[hits])
         for i in hits[:MAX_EXAMPLES]:
             self.examples.append(Problem(self.file, int(rows.iloc[i]), column, rule, detail(i), self.unit))
 

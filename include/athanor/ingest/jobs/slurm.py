@@ -58,6 +58,77 @@ SLURM_STATES: dict[str, str] = {
     "CONFIGURING": "running",
 }
 
+# sacct's compacted array: 4103947_[1-3], 4103947_[1,5], 4103947_[9-11,20%4] (%4: at most 4 at once).
+_ARRAY = re.compile(r"^(\d+)_\[([\d,\-]+)(?:%\d+)?\](.*)$")
+# Beyond this many tasks or nodes in one record a compacted form is not a real allocation.
+MAX_EXPANDED = 100_000
+
+
+def _ranges(spec: str) -> list[str]:
+    """The members of a Slurm range list '01-03,07' in order, keeping a range's zero padding."""
+    out: list[str] = []
+    for part in spec.split(","):
+        low, dash, high = part.partition("-")
+        if not low.isdigit() or (dash and not high.isdigit()):
+            raise ValueError(f"not a range: {part!r}")
+        if not dash:
+            out.append(low)
+            continue
+        if int(high) < int(low):
+            raise ValueError(f"range runs backwards: {part!r}")
+        if len(out) + int(high) - int(low) >= MAX_EXPANDED:
+            raise ValueError(f"more than {MAX_EXPANDED:,} members")
+        width = len(low) if low.startswith("0") else 0
+        out.extend(str(n).zfill(width) for n in range(int(low), int(high) + 1))
+    return out
+
+
+def expand_hostlist(text: str) -> list[str]:
+    """Host names in a Slurm host list, in order: 'ip-10-0-1-[11-12]', 'd09n04s[01-02]',
+    'a1,b[1-2]', 'd13n[03,05,07-08]', several bracket groups ('r[1-2]n[01-02]', each combined
+    with each), commas inside brackets not splitting the list. '' and 'None assigned': none."""
+    text = text.strip()
+    if not text or text.startswith("None"):
+        return []
+    items: list[str] = []
+    depth, start = 0, 0
+    for i, char in enumerate(text):
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+            if depth < 0:
+                raise ValueError(f"unbalanced ']' at {i}")
+        elif char == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    if depth:
+        raise ValueError("unbalanced '['")
+    items.append(text[start:])
+    hosts: list[str] = []
+    for item in items:
+        if not item:
+            raise ValueError("empty host name")
+        names = [""]
+        for piece in re.split(r"(\[[^\]]*\])", item):
+            members = _ranges(piece[1:-1]) if piece.startswith("[") else [piece]
+            names = [name + member for name in names for member in members]
+            if len(hosts) + len(names) > MAX_EXPANDED:
+                raise ValueError(f"more than {MAX_EXPANDED:,} hosts")
+        hosts.extend(names)
+    return hosts
+
+
+def expand_array_id(job_id: str) -> list[str]:
+    """One id per task of a compacted job array ('4103947_[1-3]' -> 4103947_1 .. _3), as sacct
+    names a task once it runs; any other id as it is."""
+    match = _ARRAY.match(job_id)
+    if not match:
+        return [job_id]
+    base, spec, rest = match.groups()
+    return [f"{base}_{task}{rest}" for task in _ranges(spec)]
+
+
 _ELAPSED = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)$")
 # Comment convention for tags Slurm has no field for: 'project=x model=y checkpoint_interval_s=1800'
 # (also model_params, peak_gpu_memory_gib, samples_per_second and phase, which sacct does not carry).
@@ -149,6 +220,7 @@ def parse_slurm(
 
     records: list[dict[str, Any]] = []
     warnings: list[str] = []
+    problems.records = 0  # type: ignore[attr-defined]  # allocation lines read (steps not counted)
     for row, line in enumerate(lines[1:], start=1):
         if not line.strip():
             continue
@@ -159,6 +231,7 @@ def parse_slurm(
             # sacct does not escape '|' inside a comment: rejoin the overflow.
             values = values[: len(header) - 1] + ["|".join(values[len(header) - 1 :])]
         if len(values) != len(header):
+            problems.records += 1  # type: ignore[attr-defined]
             problems.add(row, None, f"expected {len(header)} fields, found {len(values)}")
             continue
 
@@ -168,6 +241,7 @@ def parse_slurm(
         job_id = get("JobID")
         if "." in job_id:
             continue  # a job step (123.batch, 123.extern, 123.0): the allocation line covers it
+        problems.records += 1  # type: ignore[attr-defined]
         record: dict[str, Any] = {"job_id": job_id or None, "source_row": row}
 
         for column, field in (("submit_time", "Submit"), ("start_time", "Start"), ("end_time", "End")):
@@ -187,12 +261,30 @@ def parse_slurm(
         record["pricing_model"] = partition_pricing.get(partition, default_partition_pricing(partition))
         record["team"] = get("Account") or None
 
+        record["node_list"] = None
+        try:
+            hosts = expand_hostlist(get("NodeList"))
+        except ValueError as error:
+            problems.add(row, "NodeList", f"not a Slurm host list: {error}", repr(get("NodeList")[:80]))
+            hosts = []
+        if hosts:
+            record["node_list"] = ",".join(hosts)
+
         nodes = get("NNodes")
         record["instance_count"] = None
         if not re.fullmatch(r"\d+", nodes):
             problems.add(row, "NNodes", "not an integer", repr(nodes))
         elif len(nodes) > 16 or int(nodes) > MAX_INTEGER:
             problems.add(row, "NNodes", TOO_LARGE, repr(nodes))
+        elif int(nodes) == 0 and hosts:
+            # sacct prints 0 nodes for some records that name their nodes (XDMoD's sample has one,
+            # run for 0 s): the node list is the allocation.
+            record["instance_count"] = len(hosts)
+            warnings.append(
+                f"{name} row {row}: NNodes 0 but NodeList names {len(hosts)}: counted {len(hosts)}"
+            )
+        elif int(nodes) == 0:
+            problems.add(row, "NNodes", "0 nodes and no NodeList: the record held nothing", repr(nodes))
         else:
             record["instance_count"] = int(nodes)
 
@@ -239,9 +331,28 @@ def parse_slurm(
         record["model_params"] = _count(tags.get("model_params"), row, problems)
         record["phase"] = tags["phase"].lower() if "phase" in tags else None
         record["restart_count"] = 0
-        records.append(record)
+        try:
+            tasks = expand_array_id(job_id)
+        except ValueError as error:
+            problems.add(row, "JobID", f"not a Slurm job array: {error}", repr(job_id))
+            tasks = [job_id]
+        for task in tasks:
+            records.append({**record, "job_id": task or None})
 
-    frame = pd.DataFrame.from_records(records, columns=RECORD_COLUMNS)
+    # A job listed again (sacct --duplicates prints each requeue; overlapping compacted arrays
+    # name a task twice): the later line is the later report of it, as a later load replaces an
+    # earlier one in the warehouse.
+    latest: dict[Any, dict[str, Any]] = {}
+    repeated = 0
+    for record in records:
+        key = record["job_id"] if record["job_id"] is not None else ("row", record["source_row"])
+        repeated += key in latest
+        latest[key] = record
+    if repeated:
+        warnings.append(f"{name}: {repeated} job ids listed again; the later line of each kept")
+    records = list(latest.values())
+
+    frame = pd.DataFrame.from_records(records, columns=[*RECORD_COLUMNS, "node_list"])
     _slurm_times(frame, problems, tz)
     frame["source"] = "slurm"
     frame["platform"] = "ec2"

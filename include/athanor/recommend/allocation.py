@@ -1,0 +1,197 @@
+"""Cost by GPU-seconds on shared clusters: each billed machine-hour split over the jobs that held it.
+
+On a Slurm (or Kubernetes) cluster of long-lived nodes no bill line names a job, so the
+tag-based link (`job_run_costs`) leaves the whole cluster unattributed. This module:
+
+1. builds `node_map` (`sql/marts/node_map.sql`): which billed instance each scheduler node
+   name was, from `aws ec2 describe-instances` deliveries (`ec2_instances`), the telemetry's
+   hosts that name their instance, and a bill tag named by the setting `node_tag_key`;
+2. splits every billed GPU machine-hour's EffectiveCost over the jobs that held its GPUs in
+   proportion to GPU-seconds held, the rest as the node's idle line
+   (`sql/marts/gpu_allocation_hourly.sql`), into `gpu_allocation_hourly`, this module its one
+   writer. Machine-hours of no cluster keep the bill's tags (job_id, else team).
+
+Nodes a job names that no source maps are listed (logged, and returned), never guessed: a
+partition or a look-alike host name says nothing about which instance was billed.
+
+`allocation_summary` is what `athanor allocation` prints: billed = allocated + idle (+ what no
+team is named for), in cents that add up per machine-hour.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+import duckdb
+
+from athanor.warehouse import sql, transaction
+
+logger = logging.getLogger(__name__)
+
+# The whole billed history is allocated every night (a late sacct log or instance listing changes
+# earlier hours); these bound "everything".
+ALL_TIME = (datetime(1970, 1, 1), datetime(9999, 1, 1))
+UNMAPPED_SHOWN = 10  # unmapped node names named in the log line; all are returned
+
+
+@dataclass(frozen=True)
+class AllocationResult:
+    node_names: int
+    machine_hours: int
+    rows: int
+    billed_usd: Decimal
+    allocated_usd: Decimal
+    idle_usd: Decimal
+    unmapped_nodes: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "node_names": self.node_names,
+            "machine_hours": self.machine_hours,
+            "rows": self.rows,
+            "billed_usd": str(self.billed_usd),
+            "allocated_usd": str(self.allocated_usd),
+            "idle_usd": str(self.idle_usd),
+            "unmapped_nodes": len(self.unmapped_nodes),
+        }
+
+
+def build_node_map(con: duckdb.DuckDBPyConnection, node_tag_key: str | None) -> int:
+    """Rewrite `node_map` from its sources; the number of (node, instance) rows."""
+    con.execute("delete from node_map")
+    con.execute(
+        "insert into node_map by name " + sql("marts/node_map"),
+        {"node_tag_key": node_tag_key},
+    )
+    return int(con.execute("select count(*) from node_map").fetchone()[0])
+
+
+def unmapped_nodes(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Node names jobs held that neither node_map nor an EC2 resource-based name maps."""
+    rows = con.execute(
+        """select distinct node
+           from (select unnest(string_split(node_list, ',')) as node
+                 from job_run_facts where coalesce(node_list, '') <> '' and start_time is not null)
+           where node not in (select node from node_map)
+             and not regexp_matches(node, '^i-[0-9a-f]{8,17}($|\\.)')
+           order by node"""
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def allocation_rows(
+    con: duckdb.DuckDBPyConnection, window_start: datetime, window_end: datetime
+) -> duckdb.DuckDBPyRelation:
+    """The allocation of [window_start, window_end) as the mart computes it (nothing written)."""
+    return con.sql(
+        sql("marts/gpu_allocation_hourly"),
+        params={"window_start": window_start, "window_end": window_end},
+    )
+
+
+def allocate_gpus(
+    con: duckdb.DuckDBPyConnection, run_id: str, node_tag_key: str | None = None
+) -> AllocationResult:
+    """Rebuild node_map and gpu_allocation_hourly for the whole billed history."""
+    with transaction(con):
+        names = build_node_map(con, node_tag_key)
+        con.execute("delete from gpu_allocation_hourly")
+        _insert(con, run_id)
+    unmapped = unmapped_nodes(con)
+    figures = con.execute(
+        """select count(*), count(distinct (resource_id, hour)),
+                  coalesce(sum(cost_cents_usd), 0),
+                  coalesce(sum(cost_cents_usd) filter (where kind in ('job', 'tagged', 'team_tagged')), 0),
+                  coalesce(sum(cost_cents_usd) filter (where kind = 'idle'), 0)
+           from gpu_allocation_hourly"""
+    ).fetchone()
+    result = AllocationResult(
+        node_names=names,
+        machine_hours=int(figures[1]),
+        rows=int(figures[0]),
+        billed_usd=Decimal(figures[2]),
+        allocated_usd=Decimal(figures[3]),
+        idle_usd=Decimal(figures[4]),
+        unmapped_nodes=tuple(unmapped),
+    )
+    logger.info(
+        "allocate_gpus: node_map %d names; wrote %d gpu_allocation_hourly rows over %d billed GPU "
+        "machine-hours: billed $%s, to jobs and teams $%s, idle $%s",
+        names,
+        result.rows,
+        result.machine_hours,
+        result.billed_usd,
+        result.allocated_usd,
+        result.idle_usd,
+    )
+    if unmapped:
+        shown = ", ".join(unmapped[:UNMAPPED_SHOWN]) + (" ..." if len(unmapped) > UNMAPPED_SHOWN else "")
+        logger.warning(
+            "allocate_gpus: %d node names jobs held map to no billed instance (no describe-instances "
+            "listing, telemetry host or bill tag names them); their jobs hold nothing: %s",
+            len(unmapped),
+            shown,
+        )
+    return result
+
+
+def _insert(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
+    con.execute(
+        "insert into gpu_allocation_hourly by name select *, $run_id as run_id from ("
+        + sql("marts/gpu_allocation_hourly")
+        + ")",
+        {"run_id": run_id, "window_start": ALL_TIME[0], "window_end": ALL_TIME[1]},
+    )
+
+
+def allocation_summary(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> dict[str, Any]:
+    """What `athanor allocation` prints for [since, until) (hours of gpu_allocation_hourly):
+    billed, allocated and idle USD, per job and per team; amounts in cents that add up."""
+    where = "where (?::timestamp is null or hour >= ?::timestamp) and (?::timestamp is null or hour < ?::timestamp)"
+    params = [since, since, until, until]
+    total = con.execute(
+        f"""select coalesce(sum(cost_cents_usd), 0),
+                   coalesce(sum(cost_cents_usd) filter (where kind in ('job', 'tagged', 'team_tagged')), 0),
+                   coalesce(sum(cost_cents_usd) filter (where kind = 'idle'), 0),
+                   coalesce(sum(cost_cents_usd) filter (where kind = 'unattributed'), 0)
+            from gpu_allocation_hourly {where}""",
+        params,
+    ).fetchone()
+    jobs = con.execute(
+        f"""select job_id, any_value(team), sum(gpu_seconds) / 3600, sum(cost_cents_usd)
+            from gpu_allocation_hourly {where} and kind in ('job', 'tagged')
+            group by job_id, job_source
+            order by sum(cost_cents_usd) desc, job_id""",
+        params,
+    ).fetchall()
+    teams = con.execute(
+        f"""select team,
+                   coalesce(sum(cost_cents_usd) filter (where kind in ('job', 'tagged', 'team_tagged')), 0),
+                   coalesce(sum(cost_cents_usd) filter (where kind = 'idle'), 0)
+            from gpu_allocation_hourly {where} and kind <> 'unattributed'
+            group by team
+            order by team nulls last""",
+        params,
+    ).fetchall()
+    return {
+        "billed_usd": _money(total[0]),
+        "allocated_usd": _money(total[1]),
+        "idle_usd": _money(total[2]),
+        "unattributed_usd": _money(total[3]),
+        "jobs": [
+            {"job_id": j, "team": t, "gpu_hours": round(float(h), 6), "cost_usd": _money(c)}
+            for j, t, h, c in jobs
+        ],
+        "teams": [{"team": t, "allocated_usd": _money(a), "idle_usd": _money(i)} for t, a, i in teams],
+    }
+
+
+def _money(value: Decimal | float | int | None) -> float:
+    """Cents as a JSON number (the sums are whole cents already)."""
+    return float(Decimal(value or 0).quantize(Decimal("0.01")))

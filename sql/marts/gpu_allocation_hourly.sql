@@ -1,0 +1,211 @@
+-- Grain: one row per billed GPU machine-hour in [$window_start, $window_end) and holder (the
+-- gpu_allocation_hourly table, 075): each scheduler job that held the machine's GPUs in it, and
+-- one idle row for the GPU-seconds none held; machine-hours no job reached keep the bill's tags.
+--
+-- * A machine-hour: the USD usage lines of a GPU instance type with one resource id and charge
+--   period start; its cost is their EffectiveCost, its paid GPU-seconds GPUs x usage hours x 3600
+--   (at most the period), so a partial hour pays for its part.
+-- * A job holds, on each node of its node list, gpu_count / nodes GPUs from its start to its end
+--   (a running job: start + duration_s, as the log's as-of measured it). A node is the instance
+--   node_map names for it (the one billed that hour; of several, the latest launched), or an
+--   instance id itself (i-...); a node in neither is unmapped and holds nothing.
+-- * A job's share is cost x its GPU-seconds / max(paid, held GPU-seconds): jobs that hold more
+--   than was paid (clocks apart) share the bill without going beyond it; idle is the rest.
+-- * Cents: the machine-hour's cost is rounded to the cent, each row takes the floor of its exact
+--   share in cents, and the cents left go one each to the largest remainders (ties: job id), so
+--   a machine-hour's rows add up to its rounded cost exactly.
+with lines as (
+    select
+        regexp_extract(rtrim(replace(resource_id, ':', '/'), '/'), '([^/]+)$', 1)  as resource_id,
+        charge_period_start                                                      as hour,
+        charge_period_end                                                        as period_end,
+        x_instance_type                                                          as instance_type,
+        x_gpu_count                                                              as gpus,
+        x_usage_hours                                                            as usage_hours,
+        effective_cost,
+        tags
+    from billing_facts
+    where billing_currency = 'USD'
+      and charge_category = 'Usage'
+      and x_instance_type is not null
+      and coalesce(x_gpu_count, 0) > 0
+      and coalesce(resource_id, '') <> ''
+      and charge_period_start >= $window_start and charge_period_start < $window_end
+),
+
+machine_hours as (
+    select
+        resource_id,
+        hour,
+        max(period_end)                                                          as period_end,
+        any_value(instance_type)                                                 as instance_type,
+        max(gpus)                                                                as gpus,
+        max(gpus) * 3600.0 * least(
+            coalesce(cast(sum(usage_hours) as double), epoch(max(period_end)) - epoch(hour)),
+            (epoch(max(period_end)) - epoch(hour)) / 3600.0
+        )                                                                        as billed_gpu_seconds,
+        sum(effective_cost)                                                      as hour_cost_usd,
+        max(tags['job_id'])                                                      as tag_job,
+        max(tags['team'])                                                        as tag_team
+    from lines
+    group by resource_id, hour
+),
+
+jobs as (
+    select
+        job_id,
+        source,
+        team,
+        start_time,
+        coalesce(end_time, start_time + to_microseconds(cast(duration_s * 1e6 as bigint)), $window_end) as end_at,
+        cast(gpu_count as double) / len(string_split(node_list, ','))            as gpus_per_node,
+        node_list
+    from job_run_facts
+    where coalesce(node_list, '') <> '' and start_time is not null and gpu_count > 0
+),
+
+job_nodes as (
+    select job_id, source, team, start_time, end_at, gpus_per_node, unnest(string_split(node_list, ',')) as node
+    from jobs
+    where end_at > $window_start - interval 1 day and start_time < $window_end
+),
+
+candidates as (
+    select node, instance_id, valid_from from node_map
+    union all
+    -- An EC2 resource-based name is its instance (i-0123456789abcdef0[.ec2.internal]).
+    select distinct node, regexp_extract(node, '^(i-[0-9a-f]{8,17})', 1), null
+    from job_nodes
+    where regexp_matches(node, '^i-[0-9a-f]{8,17}($|\.)')
+),
+
+held as (
+    select
+        j.job_id, j.source, j.team, j.node, m.resource_id, m.hour,
+        j.gpus_per_node * (
+            epoch(least(j.end_at, m.period_end)) - epoch(greatest(j.start_time, m.hour))
+        )                                                                        as gpu_seconds
+    from job_nodes as j
+    join candidates as c on c.node = j.node
+    join machine_hours as m
+      on m.resource_id = c.instance_id
+     and m.hour < j.end_at and m.period_end > j.start_time
+     and (c.valid_from is null or c.valid_from < m.period_end)
+    qualify row_number() over (
+        partition by j.job_id, j.source, j.node, m.hour order by c.valid_from desc nulls last, m.resource_id
+    ) = 1
+),
+
+held_hours as (
+    select resource_id, hour, sum(gpu_seconds) as held_gpu_seconds, count(*) as holders
+    from held
+    group by resource_id, hour
+),
+
+-- Machines of a scheduler's cluster: a job reached them, or the node map knows them.
+cluster_machines as (
+    select distinct instance_id as resource_id from node_map
+    union
+    select distinct resource_id from held
+),
+
+node_names as (
+    select instance_id as resource_id, min(node) as node from node_map group by instance_id
+),
+
+owners as (
+    select instance_id as resource_id, any_value(team) as team
+    from ec2_instances
+    where coalesce(team, '') <> ''
+    group by instance_id
+),
+
+holders as (
+    select
+        m.resource_id, m.hour, h.node, 'job' as kind, h.job_id, h.source as job_source, h.team,
+        h.gpu_seconds
+    from held as h
+    join machine_hours as m using (resource_id, hour)
+    union all
+    -- The paid GPU-seconds no job held: idle, the machine's team's where it has one.
+    select
+        m.resource_id, m.hour, n.node, 'idle', null, null, coalesce(m.tag_team, o.team),
+        m.billed_gpu_seconds - coalesce(hh.held_gpu_seconds, 0)
+    from machine_hours as m
+    join cluster_machines as cm using (resource_id)
+    left join held_hours as hh using (resource_id, hour)
+    left join node_names as n using (resource_id)
+    left join owners as o using (resource_id)
+    where m.billed_gpu_seconds - coalesce(hh.held_gpu_seconds, 0) > 0 or hh.resource_id is null
+    union all
+    -- Not a cluster machine: the bill's tags, as before the allocation existed.
+    select
+        m.resource_id, m.hour, null,
+        case when m.tag_job is not null then 'tagged' when m.tag_team is not null then 'team_tagged'
+             else 'unattributed' end,
+        m.tag_job, case when m.tag_job is not null then 'bill_tag' end, m.tag_team,
+        m.billed_gpu_seconds
+    from machine_hours as m
+    anti join cluster_machines as cm using (resource_id)
+),
+
+shares as (
+    select
+        h.*,
+        m.period_end, m.instance_type, m.gpus, m.billed_gpu_seconds, m.hour_cost_usd,
+        greatest(m.billed_gpu_seconds, coalesce(hh.held_gpu_seconds, 0))          as denominator,
+        cast(round(m.hour_cost_usd * 100) as hugeint)                           as hour_cents
+    from holders as h
+    join machine_hours as m using (resource_id, hour)
+    left join held_hours as hh using (resource_id, hour)
+),
+
+exact as (
+    select
+        *,
+        case when denominator > 0 then gpu_seconds / denominator else 1.0 end   as fraction,
+        hour_cents * (case when denominator > 0 then gpu_seconds / denominator else 1.0 end) as exact_cents
+    from shares
+),
+
+floored as (
+    select
+        *,
+        -- The margin keeps a whole number of cents computed in binary floating point whole.
+        cast(floor(exact_cents + 1e-9) as hugeint)                              as floor_cents
+    from exact
+),
+
+ranked as (
+    select
+        *,
+        hour_cents - sum(floor_cents) over machine_hour                         as left_cents,
+        row_number() over (
+            partition by resource_id, hour
+            order by exact_cents - floor_cents desc, kind, job_id nulls last
+        )                                                                        as remainder_rank
+    from floored
+    window machine_hour as (partition by resource_id, hour)
+)
+
+select
+    hour,
+    cast(hour as date)                                                           as day,
+    period_end,
+    resource_id,
+    node,
+    instance_type,
+    instance_type                                                                as pool,
+    kind,
+    job_id,
+    job_source,
+    team,
+    gpus,
+    billed_gpu_seconds,
+    gpu_seconds,
+    hour_cost_usd,
+    cast(cast(hour_cost_usd as double) * fraction as decimal(38, 12))           as cost_usd,
+    cast(floor_cents + case when remainder_rank <= left_cents then 1 else 0 end as decimal(18, 0)) * 0.01
+                                                                                 as cost_cents_usd
+from ranked
+order by hour, resource_id, kind, job_id

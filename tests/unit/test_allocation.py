@@ -1,0 +1,198 @@
+"""Cost by GPU-seconds on a shared Slurm cluster whose bill names no job (issue 32).
+
+The cluster: two p4d.24xlarge nodes (8 GPUs, $28.80 an hour: $0.001 a GPU-second) and one
+g5.12xlarge (4 GPUs, $5.76 an hour: $0.0004 a GPU-second), billed hourly 00:00-03:00 without
+tags; an `aws ec2 describe-instances` listing names them (ip-10-0-1-11, ip-10-0-1-12,
+ip-10-0-2-21, the g5 tagged team=vision). Jobs, from sacct:
+
+| job | team | nodes | GPUs | from-to | GPU-seconds | cost = GPU-s x price / (GPUs x 3600) |
+|---|---|---|---|---|---|---|
+| 101 | vision | ip-10-0-1-11 | 4 | 00:00-01:30 | 4 x 5,400 = 21,600 | 21,600 x 28.80 / 28,800 = 21.60 |
+| 102 | llm | ip-10-0-1-[11-12] | 8 (4 a node) | 00:30-02:30 | 2 x 4 x 7,200 = 57,600 | 57.60 |
+| 103_1, 103_2 | vision | ip-10-0-2-21 | 2 each | 00:00-01:00 | 2 x 3,600 = 7,200 each | 7,200 x 5.76 / 14,400 = 2.88 each |
+| 104 | speech | ip-10-0-2-21 | 2 | 01:00-01:45 | 2 x 2,700 = 5,400 | 2.16 |
+| 105 | llm | gpu-z-9 (no instance) | 8 | 00:00-01:00 | unmapped: holds nothing | - |
+
+Bill: 2 x 3 x 28.80 + 3 x 5.76 = 172.80 + 17.28 = 190.08. Allocated 21.60 + 57.60 + 5.76 + 2.16
+= 87.12; idle 190.08 - 87.12 = 102.96: ip-10-0-1-11 7.20 + 7.20 + 21.60 = 36.00, ip-10-0-1-12
+21.60 + 14.40 + 21.60 = 57.60 (no team), the g5 0 + 3.60 + 5.76 = 9.36 (vision's).
+A tagged fleet machine beside it (job_id j-9, team nlp, $10.00) keeps its tag link.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from athanor.ingest.deliveries import ingest_ec2_instances, ingest_job_file
+from athanor.recommend.allocation import allocate_gpus, allocation_summary
+from athanor.warehouse import insert_rows
+
+T0 = datetime(2026, 11, 3)
+P4D_1, P4D_2, G5 = "i-0aaaaaaaaaaaaaa01", "i-0aaaaaaaaaaaaaa02", "i-0bbbbbbbbbbbbbb01"
+
+SACCT = """JobID|JobIDRaw|Partition|Account|Submit|Start|End|Elapsed|State|NNodes|AllocTRES|NodeList
+101|101|gpu|vision|2026-11-03T00:00:00|2026-11-03T00:00:00|2026-11-03T01:30:00|01:30:00|COMPLETED|1|cpu=48,gres/gpu=4|ip-10-0-1-11
+102|102|gpu|llm|2026-11-03T00:30:00|2026-11-03T00:30:00|2026-11-03T02:30:00|02:00:00|COMPLETED|2|cpu=96,gres/gpu=8,node=2|ip-10-0-1-[11-12]
+102.batch|102|||2026-11-03T00:30:00|2026-11-03T00:30:00|2026-11-03T02:30:00|02:00:00|COMPLETED|1|gres/gpu=4|ip-10-0-1-11
+103_[1-2]|103|small|vision|2026-11-03T00:00:00|2026-11-03T00:00:00|2026-11-03T01:00:00|01:00:00|COMPLETED|1|gres/gpu=2|ip-10-0-2-21
+104|104|small|speech|2026-11-03T01:00:00|2026-11-03T01:00:00|2026-11-03T01:45:00|00:45:00|COMPLETED|1|gres/gpu=2|ip-10-0-2-21
+105|105|gpu|llm|2026-11-03T00:00:00|2026-11-03T00:00:00|2026-11-03T01:00:00|01:00:00|COMPLETED|1|gres/gpu=8|gpu-z-9
+"""
+
+
+def describe_instances() -> dict:
+    def instance(instance_id: str, kind: str, ip: str, name: str, tags: dict[str, str]) -> dict:
+        return {
+            "InstanceId": instance_id,
+            "InstanceType": kind,
+            "LaunchTime": "2026-11-01T00:00:00+00:00",
+            "PrivateDnsName": f"ip-{ip.replace('.', '-')}.ec2.internal",
+            "PrivateIpAddress": ip,
+            "State": {"Name": "running"},
+            "Tags": [{"Key": "Name", "Value": name}] + [{"Key": k, "Value": v} for k, v in tags.items()],
+        }
+
+    return {
+        "Reservations": [
+            {
+                "Instances": [
+                    instance(P4D_1, "p4d.24xlarge", "10.0.1.11", "gpu-a-1", {}),
+                    instance(P4D_2, "p4d.24xlarge", "10.0.1.12", "gpu-a-2", {}),
+                ]
+            },
+            {"Instances": [instance(G5, "g5.12xlarge", "10.0.2.21", "gpu-b-1", {"team": "vision"})]},
+        ]
+    }
+
+
+def bill_lines(
+    resource: str, kind: str, gpus: int, usd: str, hours: int, tags: dict[str, str] | None = None
+) -> list[dict]:
+    return [
+        {
+            "load_id": "B1",
+            "source_file": "bill.csv",
+            "source_row": h + 1,
+            "source_format": "focus",
+            "billing_account_id": "111",
+            "billing_currency": "USD",
+            "billing_period_start": datetime(2026, 11, 1),
+            "billing_period_end": datetime(2026, 12, 1),
+            "charge_period_start": T0 + timedelta(hours=h),
+            "charge_period_end": T0 + timedelta(hours=h + 1),
+            "charge_category": "Usage",
+            "billed_cost": Decimal(usd),
+            "effective_cost": Decimal(usd),
+            "resource_id": f"arn:aws:ec2:us-east-1:111:instance/{resource}",
+            "x_gpu_count": gpus,
+            "x_usage_hours": 1.0,
+            "x_instance_type": kind,
+            "tags": tags or {},
+        }
+        for h in range(hours)
+    ]
+
+
+@pytest.fixture
+def cluster(warehouse, tmp_path: Path):
+    insert_rows(
+        warehouse,
+        "billing_facts",
+        bill_lines(P4D_1, "p4d.24xlarge", 8, "28.80", 3)
+        + bill_lines(P4D_2, "p4d.24xlarge", 8, "28.80", 3)
+        + bill_lines(G5, "g5.12xlarge", 4, "5.76", 3)
+        + bill_lines("i-0ccccccccccccccc1", "p4d.24xlarge", 8, "10.00", 1, {"team": "nlp", "job_id": "j-9"}),
+    )
+    listing = tmp_path / "instances.json"
+    listing.write_text(json.dumps(describe_instances()))
+    sacct = tmp_path / "sacct.txt"
+    sacct.write_text(SACCT)
+    assert ingest_ec2_instances(warehouse, listing) == "instances.json: EC2 instances, 3 instances"
+    assert ingest_job_file(warehouse, sacct).startswith("sacct.txt: slurm job log, 6 jobs")
+    return warehouse
+
+
+def test_every_jobs_cost_is_its_gpu_seconds_at_its_nodes_price(cluster, caplog) -> None:
+    with caplog.at_level("INFO", logger="athanor.recommend.allocation"):
+        result = allocate_gpus(cluster, "r1")
+    summary = allocation_summary(cluster)
+    jobs = {j["job_id"]: (j["team"], j["gpu_hours"], j["cost_usd"]) for j in summary["jobs"]}
+    assert jobs == {
+        "101": ("vision", 6.0, 21.60),
+        "102": ("llm", 16.0, 57.60),
+        "103_1": ("vision", 2.0, 2.88),
+        "103_2": ("vision", 2.0, 2.88),
+        "104": ("speech", 1.5, 2.16),
+        "j-9": ("nlp", 8.0, 10.00),
+    }
+    assert (summary["billed_usd"], summary["allocated_usd"], summary["idle_usd"]) == (200.08, 97.12, 102.96)
+    assert summary["teams"] == [
+        {"team": "llm", "allocated_usd": 57.60, "idle_usd": 0.0},
+        {"team": "nlp", "allocated_usd": 10.00, "idle_usd": 0.0},
+        {"team": "speech", "allocated_usd": 2.16, "idle_usd": 0.0},
+        {"team": "vision", "allocated_usd": 27.36, "idle_usd": 9.36},
+        {"team": None, "allocated_usd": 0.0, "idle_usd": 93.60},
+    ]
+    # The node nobody's instance was is listed, and its job holds nothing.
+    assert result.unmapped_nodes == ("gpu-z-9",)
+    assert any("1 node names jobs held map to no billed instance" in r.getMessage() for r in caplog.records)
+
+
+def test_allocated_and_idle_add_up_to_each_machine_hours_bill(cluster) -> None:
+    allocate_gpus(cluster, "r1")
+    rows = cluster.execute(
+        """select resource_id, hour, any_value(hour_cost_usd), sum(cost_cents_usd),
+                  sum(cost_cents_usd) filter (where kind = 'idle')
+           from gpu_allocation_hourly group by all order by all"""
+    ).fetchall()
+    assert len(rows) == 10  # 3 machines x 3 hours + the tagged one
+    for _resource, _hour, bill, allocated, _idle in rows:
+        assert allocated == bill.quantize(Decimal("0.01"))
+    idle = {(r[0], r[1].hour): r[4] for r in rows}
+    assert [idle[(P4D_1, h)] for h in range(3)] == [Decimal("7.20"), Decimal("7.20"), Decimal("21.60")]
+    assert [idle[(P4D_2, h)] for h in range(3)] == [Decimal("21.60"), Decimal("14.40"), Decimal("21.60")]
+    assert [idle[(G5, h)] for h in range(3)] == [None, Decimal("3.60"), Decimal("5.76")]
+
+
+def test_cents_are_shared_by_largest_remainder(warehouse, tmp_path: Path) -> None:
+    # $10.00 for an hour of an 8-GPU node held by three jobs: 3, 3 and 2 GPUs. Exact shares 3.75,
+    # 3.75, 2.50. Then $10.01: 3.75375, 3.75375, 2.5025 -> floors 375 + 375 + 250 = 1000 cents, the
+    # one left goes to the largest remainder (0.375 cents, a tie of the two 3-GPU jobs: the first
+    # job id), so 3.76 + 3.75 + 2.50 = 10.01.
+    insert_rows(
+        warehouse,
+        "billing_facts",
+        bill_lines(P4D_1, "p4d.24xlarge", 8, "10.00", 1)
+        + [
+            line
+            | {"charge_period_start": T0 + timedelta(hours=1), "charge_period_end": T0 + timedelta(hours=2)}
+            for line in bill_lines(P4D_1, "p4d.24xlarge", 8, "10.01", 1)
+        ],
+    )
+    sacct = tmp_path / "sacct.txt"
+    sacct.write_text(
+        "JobID|Partition|Account|Submit|Start|End|State|NNodes|AllocTRES|NodeList\n"
+        f"1|gpu|a|{T0:%Y-%m-%dT%H:%M:%S}|{T0:%Y-%m-%dT%H:%M:%S}|2026-11-03T02:00:00|COMPLETED|1|gres/gpu=3|{P4D_1}\n"
+        f"2|gpu|b|{T0:%Y-%m-%dT%H:%M:%S}|{T0:%Y-%m-%dT%H:%M:%S}|2026-11-03T02:00:00|COMPLETED|1|gres/gpu=3|{P4D_1}\n"
+        f"3|gpu|c|{T0:%Y-%m-%dT%H:%M:%S}|{T0:%Y-%m-%dT%H:%M:%S}|2026-11-03T02:00:00|COMPLETED|1|gres/gpu=2|{P4D_1}\n"
+    )
+    ingest_job_file(warehouse, sacct)
+    # No listing: the node list names the instance itself (an EC2 resource-based host name).
+    result = allocate_gpus(warehouse, "r1")
+    assert result.unmapped_nodes == ()
+    got = warehouse.execute(
+        "select hour(hour), job_id, cost_cents_usd from gpu_allocation_hourly order by all"
+    ).fetchall()
+    assert got == [
+        (0, "1", Decimal("3.75")),
+        (0, "2", Decimal("3.75")),
+        (0, "3", Decimal("2.50")),
+        (1, "1", Decimal("3.76")),
+        (1, "2", Decimal("3.75")),
+        (1, "3", Decimal("2.50")),
+    ]
