@@ -25,7 +25,10 @@
 
 It prints the per-stage breakdown of the night whose ratio is the median (from
 `pipeline_runs`), a table (months, night, rows in warehouse, nightly s, month-load s, ratio,
-peak RSS of each process) and, last, `nightly/month-load ratio: X`.
+peak RSS of each process, DuckDB-read s), `nightly/month-load ratio: X`, then against the
+physical limit (4. DuckDB alone reading the same delivery into a table of a new database file,
+fresh process, same session settings, same run) `month-load/duckdb-read ratio: Z` and, last,
+`nightly/duckdb-read ratio: Y`.
 
 `--mode lake` sets ATHANOR_WAREHOUSE_MODE=lake for every process, with the catalog database
 and the bucket from `lake_servers()` in bench/lake_servers.py.
@@ -348,6 +351,29 @@ def measure(command: list[str], env: dict[str, str], log: Path) -> tuple[float, 
     return seconds, peak / 1024
 
 
+# The physical limit a night is measured against: DuckDB alone, in a fresh process with the
+# warehouse's session settings (2 GB, 2 threads), reading the delivery into a table of a new
+# database file; no checks, no lineage, no marts.
+_DUCKDB_READ = """
+import sys, duckdb
+con = duckdb.connect(sys.argv[2])
+con.execute("set memory_limit = '2GB'; set threads = 2")
+con.execute("create table delivery as select * from read_parquet(?)", [sys.argv[1]])
+con.execute("checkpoint")
+con.close()
+"""
+
+
+def duckdb_read(delivery: Path, work: Path, env: dict[str, str], log: Path) -> tuple[float, float]:
+    """DuckDB alone reading `delivery` into a table in a fresh process: wall seconds, peak RSS MiB."""
+    database = work / "duckdb-read.duckdb"
+    database.unlink(missing_ok=True)
+    try:
+        return measure([sys.executable, "-c", _DUCKDB_READ, str(delivery), str(database)], env, log)
+    finally:
+        database.unlink(missing_ok=True)
+
+
 def athanor(*args: str) -> list[str]:
     # -v: each step's log, with its time, goes to the bench log.
     return [sys.executable, "-m", "athanor.cli", "-v", *args]
@@ -513,6 +539,7 @@ def main(argv: list[str] | None = None) -> int:
             alone = {"ATHANOR_LAKE_NAMESPACE": f"month_load_{night}"} if args.mode == "lake" else {}
             load_s, load_rss = measure(athanor("ingest", str(restated)), env_for(fresh, extra | alone), log)
             shutil.rmtree(fresh, ignore_errors=True)
+            read_s, _ = duckdb_read(restated, work, env, log)
             nights.append(
                 {
                     "night": night,
@@ -520,6 +547,9 @@ def main(argv: list[str] | None = None) -> int:
                     "nightly_s": round(nightly_s, 2),
                     "month_load_s": round(load_s, 2),
                     "ratio": round(nightly_s / load_s, 3),
+                    "duckdb_read_s": round(read_s, 2),
+                    "read_ratio": round(nightly_s / read_s, 3),
+                    "load_read_ratio": round(load_s / read_s, 3),
                     "nightly_rss_mib": round(nightly_rss),
                     "load_rss_mib": round(load_rss),
                     "stages": {
@@ -541,12 +571,13 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(
         f"{'mode':<6}{'months':>7}{'night':>6}{'rows in warehouse':>19}{'nightly s':>11}{'month-load s':>14}"
-        f"{'ratio':>7}{'nightly RSS MiB':>17}{'load RSS MiB':>14}"
+        f"{'ratio':>7}{'nightly RSS MiB':>17}{'load RSS MiB':>14}{'duckdb-read s':>15}"
     )
     for n in nights:
         print(
             f"{args.mode:<6}{args.months:>7}{n['night']:>6}{n['rows']:>19,}{n['nightly_s']:>11.1f}"
             f"{n['month_load_s']:>14.1f}{n['ratio']:>7.2f}{n['nightly_rss_mib']:>17}{n['load_rss_mib']:>14}"
+            f"{n['duckdb_read_s']:>15.1f}"
         )
     print(
         json.dumps(
@@ -560,6 +591,10 @@ def main(argv: list[str] | None = None) -> int:
         )
     )
     print(f"nightly/month-load ratio: {median:.2f}")
+    # Against the physical limit: the night, and the month's load alone, over DuckDB reading the
+    # same delivery into a table (medians over the nights, each measured in the same run).
+    print(f"month-load/duckdb-read ratio: {statistics.median(n['load_read_ratio'] for n in nights):.2f}")
+    print(f"nightly/duckdb-read ratio: {statistics.median(n['read_ratio'] for n in nights):.2f}")
     return 0
 
 

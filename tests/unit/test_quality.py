@@ -240,3 +240,43 @@ def test_quarantine_and_release_round_trip(tmp_path):
     released = release(target, tmp_path / "q")
     assert released == [str(p) for p in parts] and [p.read_text() for p in parts] == ["data 0\n", "data 1\n"]
     assert not (tmp_path / "q" / "run-7").exists()
+
+
+def test_a_row_query_rule_reads_the_batch_once_and_gx_still_gives_count_and_examples(con):
+    # GX computes a row-query rule as two queries (its rows, their count) and, failing, both
+    # again for the examples: four passes over the batch. The runner evaluates the rule's SQL
+    # once; a Python function in the rule counts the rows it is called on.
+    from athanor.quality.runner import _gx_validate
+    from athanor.quality.suites import Rule
+
+    calls = []
+    con.create_function("negative", lambda x: calls.append(x) or x < 0, ["INTEGER"], "BOOLEAN")
+    con.execute("create temp table batch as select * from (values (1, -4), (2, 7), (3, -1)) t(source_row, x)")
+    rule = Rule(
+        "x_not_negative",
+        "UnexpectedRowsExpectation",
+        {
+            "unexpected_rows_query": "select source_row, x as value from {batch} where negative(x) order by source_row"
+        },
+    )
+    (result,), documents = _gx_validate(con, "batch", [(rule, "error")], ["source_row"])
+    assert sorted(calls) == [-4, -1, 7]  # three rows, one pass
+    assert result.success is False and result.result["observed_value"] == 2
+    assert result.result["details"]["unexpected_rows"] == [
+        {"source_row": 1, "value": -4},
+        {"source_row": 3, "value": -1},
+    ]
+    assert len(documents) == 2  # SUMMARY, then COMPLETE for the failed rule: both GX's documents
+    # The rows table is gone afterwards; a second run on the same connection works the same.
+    assert not con.execute("select * from duckdb_tables() where table_name like 'dq_rows_%'").fetchall()
+
+
+def test_a_row_query_rule_that_cannot_run_is_reported_by_gx_as_before(con):
+    from athanor.quality.runner import _gx_validate, _raised
+    from athanor.quality.suites import Rule
+
+    con.execute("create temp table batch as select 1 as source_row")
+    rule = Rule("broken", "UnexpectedRowsExpectation", {"unexpected_rows_query": "select nope from {batch}"})
+    (result,), _ = _gx_validate(con, "batch", [(rule, "error")], ["source_row"])
+    assert result.success is False
+    assert "nope" in _raised(result.exception_info)

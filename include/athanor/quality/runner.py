@@ -7,11 +7,12 @@ pushed down as SQL; no rows are pulled into pandas.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -248,10 +249,66 @@ def _quiet_gx() -> None:
             logging.getLogger(name).setLevel(logging.WARNING)
 
 
+ROWS_TABLE = "dq_rows_{}"
+# GX asks for {batch} in a row query (it warns without); a leading comment keeps it, says what
+# the table holds, and survives GX wrapping the query in `select count(*) from (...)`.
+_FROM_ROWS = "/* rule {rule}: its SQL run once on {{batch}} */ select * from {table}"
+
+
+def _run_once(
+    con: duckdb.DuckDBPyConnection, table: str, rules: list[tuple[Rule, str]]
+) -> tuple[list[tuple[Rule, str]], list[str]]:
+    """Each row-query rule's SQL run once, into a temp table that the rule GX runs then reads.
+
+    GX computes a row-query rule as two metrics, each its own query over the batch: the
+    unexpected rows (fetched up to a cap) and their count; on a failure, once more for the
+    examples. A rule reading the whole delivery (uniqueness, reconciliation, history) thus read
+    it two or three times. Here DuckDB evaluates the rule's SQL on the batch once, keeping its
+    unexpected rows in order (usually none); GX still runs every rule, verdict and count and
+    examples, from that result. A query that fails to run here is left to GX as it was, so
+    the failure is reported by GX as before ("could not be evaluated").
+    """
+    fed: list[tuple[Rule, str]] = []
+    tables: list[str] = []
+    for rule, severity in rules:
+        query = rule.kwargs.get("unexpected_rows_query")
+        if rule.expectation != "UnexpectedRowsExpectation" or not isinstance(query, str):
+            fed.append((rule, severity))
+            continue
+        name = ROWS_TABLE.format(len(tables))
+        try:
+            # As GX substitutes it: the batch's table name; braces doubled in the SQL undone.
+            body = query.format(batch=table).rstrip("; \t\r\n\v\f")
+            con.execute(f"create or replace temp table {name} as\n{body}\n")
+        except duckdb.Error:
+            fed.append((rule, severity))
+            continue
+        tables.append(name)
+        kwargs = {**rule.kwargs, "unexpected_rows_query": _FROM_ROWS.format(rule=rule.name, table=name)}
+        fed.append((replace(rule, kwargs=kwargs), severity))
+    return fed, tables
+
+
+def _drop(con: duckdb.DuckDBPyConnection, tables: list[str]) -> None:
+    for name in tables:
+        with contextlib.suppress(duckdb.Error):  # an aborted transaction drops them at its rollback
+            con.execute(f"drop table if exists {name}")
+
+
 def _gx_validate(
     con: duckdb.DuckDBPyConnection, table: str, rules: list[tuple[Rule, str]], index_columns: list[str]
 ):
     """Run the rules with GX on `table`; returns (GX results in rule order, GX JSON documents)."""
+    rules, computed = _run_once(con, table, rules)
+    try:
+        return _gx_run(con, table, rules, index_columns)
+    finally:
+        _drop(con, computed)
+
+
+def _gx_run(
+    con: duckdb.DuckDBPyConnection, table: str, rules: list[tuple[Rule, str]], index_columns: list[str]
+):
     _quiet_gx()  # before the import, which logs a line per decorated function
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
