@@ -68,10 +68,13 @@ typed as (
         SkuPriceId                                                     as sku_price_id,
         coalesce(Tags, map())                                          as tags,
         -- AWS writes spot usage as e.g. 'USE1-SpotUsage:p4d.24xlarge' and may leave the
-        -- instance-type column empty for it.
+        -- instance-type column empty for it. Microsoft's FOCUS export names a VM's size in its
+        -- x_SkuDetails JSON (the cost details' AdditionalInfo), e.g. ServiceType Standard_ND96asr_v4;
+        -- kept among the provider's columns, read from there (text that is no JSON: no type).
         coalesce(
             nullif(x_InstanceType, ''),
-            nullif(regexp_extract(x_UsageType, ':([a-z0-9-]+\.[a-z0-9-]+)$', 1), '')
+            nullif(regexp_extract(x_UsageType, ':([a-z0-9-]+\.[a-z0-9-]+)$', 1), ''),
+            nullif(try_cast(map_extract_value(__extras, 'x_SkuDetails') as json) ->> 'ServiceType', '')
         )                                                              as x_instance_type,
         x_UsageType                                                    as x_usage_type,
         x_Operation                                                    as x_operation,

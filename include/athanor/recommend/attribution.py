@@ -30,6 +30,7 @@ import pandas as pd
 
 from athanor.recommend import mix
 from athanor.recommend.commitments import existing_profile
+from athanor.recommend.provider_offers import savings_plan_scopes
 from athanor.recommend.savings_plan import pivot_demand
 
 OPTIONS = ("reserved", "savings_plan", "spot", "on_demand")
@@ -40,7 +41,7 @@ class MixPart:
     """One action's share of the mix saving, a month."""
 
     kind: str  # spot | reserved_instances | savings_plan
-    scope: str  # the pool (reservations), 'job classes' (spot), 'all pools' (savings plan)
+    scope: str  # the pool (reservations), 'job classes' (spot), 'all pools' / 'all <cloud> pools' (savings plans)
     saving_usd: float
     pools: tuple[str, ...]  # the pools whose bill it changes
 
@@ -107,6 +108,7 @@ def mix_parts(
     od_rates = np.array([float(od_by_pool[p]) for p in pools])
     gpus = np.array([float(gpus_per_unit_by_pool.get(p, 1.0)) for p in pools])
     sp_disc = np.array([float((prices.sp_discount_by_pool or {}).get(p, 0.0)) for p in pools])
+    groups = mix.sp_groups_of(prices, pools)
     existing_hourly = np.zeros((hours, len(pools)))
     existing_rate = np.zeros(len(pools))
     for j, pool in enumerate(pools):  # as recommend_mix prices what is held
@@ -125,9 +127,20 @@ def mix_parts(
     bought = [plans[p] for p in pools]
     none = [replace(p, plan=replace(p.plan, commit_units=0)) for p in bought]
 
-    def cost(pool_plans: Sequence[mix.PoolPlan], hourly: float, demand: pd.DataFrame = wide) -> mix.MixCosts:
+    def cost(
+        pool_plans: Sequence[mix.PoolPlan], hourly: Mapping[str, float], demand: pd.DataFrame = wide
+    ) -> mix.MixCosts:
         return mix._mix_costs(
-            demand, od_rates, shares, pool_plans, existing_hourly, existing_rate, sp_disc, hourly, gpus
+            demand,
+            od_rates,
+            shares,
+            pool_plans,
+            existing_hourly,
+            existing_rate,
+            sp_disc,
+            hourly,
+            gpus,
+            groups,
         )
 
     def aligned(demand: pd.DataFrame) -> pd.DataFrame:
@@ -146,11 +159,11 @@ def mix_parts(
     )
     steps: list[tuple[str, str, tuple[str, ...], float]] = []
     previous = float(current_bill_usd)
-    after_spot = cost(none, 0.0, aligned(today) if today is not None and earlier else wide).total_usd
+    after_spot = cost(none, {}, aligned(today) if today is not None and earlier else wide).total_usd
     steps.append(("spot", "job classes", spot_pools or tuple(pools), previous - after_spot))
     previous = after_spot
     for kind, scope, touched, demand in earlier:
-        now = cost(none, 0.0, aligned(demand)).total_usd
+        now = cost(none, {}, aligned(demand)).total_usd
         steps.append((kind, scope, touched, previous - now))
         previous = now
     chain = list(none)
@@ -158,12 +171,21 @@ def mix_parts(
         if bought[j].plan.commit_units <= 0:
             continue
         chain[j] = bought[j]
-        now = cost(chain, 0.0).total_usd
+        now = cost(chain, {}).total_usd
         steps.append(("reserved_instances", pool, (pool,), previous - now))
         previous = now
-    planned = cost(bought, rec.hourly_commitment)
-    if rec.hourly_commitment > 0:
-        steps.append(("savings_plan", "all pools", tuple(pools), previous - planned.total_usd))
+    # One savings plan per cloud that sells one (athanor.recommend.provider_offers), in the order
+    # the mix sized them, each on what the reservations and the plans before it leave.
+    hourly = rec.hourly_by_plan
+    scopes = savings_plan_scopes(hourly)
+    running: dict[str, float] = {}
+    for group, commitment in hourly.items():
+        running[group] = commitment
+        now = cost(bought, dict(running)).total_usd
+        covered = tuple(p for p, g in zip(pools, groups, strict=True) if g == group)
+        steps.append(("savings_plan", scopes[group], covered, previous - now))
+        previous = now
+    planned = cost(bought, hourly)
     # Every pricing model the bill has (a commitment it does not name stays apart), then the plan's.
     options = list(OPTIONS) + sorted(set(billed_by_option) - set(OPTIONS))
     by_option = {

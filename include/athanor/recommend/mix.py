@@ -59,6 +59,9 @@ class MixPrices:
     # A pool's own offers (its type's published rates, athanor.reference.commitment_rates); a
     # pool not named takes ``offers``.
     offers_by_pool: Mapping[str, tuple[CommitmentOffer, ...]] | None = None
+    # The savings plan each pool may fall under (its cloud's: athanor.recommend.provider_offers);
+    # one plan is sized per name. None: one plan over every pool with a discount.
+    sp_group_by_pool: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -144,6 +147,17 @@ class MixRecommendation:
     class_spot: dict[str, dict[str, object]] = field(default_factory=dict)
     # What keeping tune/production off spot costs (`phase_policy_price`); empty when not priced.
     phase_policy: dict[str, object] = field(default_factory=dict)
+    # One plan per savings-plan group (MixPrices.sp_group_by_pool; 'all' without groups), those
+    # with a commitment; `savings_plan` is the first group's and `hourly_commitment` their sum.
+    savings_plans: dict[str, SavingsPlanPlan] = field(default_factory=dict)
+
+    @property
+    def hourly_by_plan(self) -> dict[str, float]:
+        """$/h of each savings plan bought, by group ('all': the one plan over every pool)."""
+        found = {g: sp.hourly_commitment for g, sp in self.savings_plans.items() if sp.hourly_commitment > 0}
+        if not found and self.hourly_commitment > 0:
+            return {"all": self.hourly_commitment}
+        return found
 
     def spot_record(self, assessment: spot.SpotAssessment) -> dict[str, object]:
         """The evidence of a class's spot verdict: rates per instance-hour, completion predicted
@@ -241,6 +255,7 @@ class MixRecommendation:
             "recommended_quantity": {p.pool: p.plan.commit_units for p in self.pools},
             "hourly_commitment": self.hourly_commitment,
             "savings_plan": None if self.savings_plan is None else self.savings_plan.to_dict(),
+            "savings_plans": {g: sp.to_dict() for g, sp in self.savings_plans.items()},
             "job_classes": [self.class_dict(j) for j in self.job_classes],
             "phases": self.phases,
             "phase_policy": self.phase_policy,
@@ -476,6 +491,27 @@ def _spot_shares(
     return shares
 
 
+def _group_order(group: str) -> tuple[int, str]:
+    """'aws' (or the one plan, 'all') first: `savings_plan` stays the AWS plan it always was."""
+    return (0 if group in ("aws", "all") else 1, group)
+
+
+def sp_groups_of(prices: MixPrices, pools: Sequence[str]) -> list[str]:
+    """Each pool's savings-plan group: its `sp_group_by_pool` entry, else 'all' for a pool with a
+    discount when no groups are given; '' for a pool no plan covers."""
+    discounts = prices.sp_discount_by_pool or {}
+    named = prices.sp_group_by_pool
+    out = []
+    for pool in pools:
+        if float(discounts.get(pool, 0.0)) <= 0:
+            out.append("")
+        elif named is None:
+            out.append("all")
+        else:
+            out.append(named.get(pool, ""))
+    return out
+
+
 def pool_offers(prices: MixPrices, pool: str) -> tuple[CommitmentOffer, ...]:
     """The pool's own offers where it has them, else the fleet's."""
     return (prices.offers_by_pool or {}).get(pool) or prices.offers
@@ -509,10 +545,14 @@ def _mix_costs(
     existing_hourly: np.ndarray,
     existing_rate: np.ndarray,
     sp_discounts: np.ndarray,
-    hourly_commitment: float,
+    hourly_commitment: float | Mapping[str, float],
     gpus_per_unit: np.ndarray,
+    sp_groups: Sequence[str] | None = None,
 ) -> MixCosts:
-    """Simulate a month hour by hour: spot takes its share, reserved units the base, the plan the rest."""
+    """Simulate a month hour by hour: spot takes its share, reserved units the base, the plan the rest.
+
+    ``hourly_commitment``: one plan over every pool with a discount, or per savings-plan group
+    (``sp_groups``: each pool's group, '' for none), each covering only its own pools."""
     u = wide.to_numpy(dtype=float)
     hours = u.shape[0]
     per_month = HOURS_PER_MONTH / hours
@@ -528,7 +568,17 @@ def _mix_costs(
     held = existing_hourly + np.array([p.plan.commit_units for p in pool_plans])
     reserved_u = np.minimum(base, held)
     residual = base - reserved_u
-    sp_u = apply_savings_plan(residual, od_rates, sp_discounts, hourly_commitment)
+    if isinstance(hourly_commitment, Mapping):
+        groups = np.array(list(sp_groups or [""] * len(pools)))
+        sp_u = np.zeros_like(residual)
+        for group, commitment in hourly_commitment.items():
+            sp_u += apply_savings_plan(
+                residual, od_rates, np.where(groups == group, sp_discounts, 0.0), commitment
+            )
+        hourly_total = float(sum(hourly_commitment.values()))
+    else:
+        sp_u = apply_savings_plan(residual, od_rates, sp_discounts, hourly_commitment)
+        hourly_total = float(hourly_commitment)
     od_u = residual - sp_u
     new_units = np.array([p.plan.commit_units for p in pool_plans])
     new_rate = np.array([p.plan.commit_rate for p in pool_plans])
@@ -547,7 +597,7 @@ def _mix_costs(
     }
     dollars = {
         "reserved": float(reserved_usd * per_month),
-        "savings_plan": float(hourly_commitment * hours * per_month),
+        "savings_plan": float(hourly_total * hours * per_month),
         "spot": float(spot_usd * per_month),
         "on_demand": float(((od_u * od_rates).sum() + spot_work_usd - spot_usd) * per_month),
     }
@@ -653,14 +703,17 @@ def recommend_mix(
             )  # fmt: skip
         )
 
-    sp_plan = None
-    hourly_commitment = 0.0
-    if prices.sp_discount_by_pool:
+    sp_plans: dict[str, SavingsPlanPlan] = {}
+    groups = sp_groups_of(prices, pools)
+    for group in sorted(set(groups) - {""}, key=_group_order):
         # Sized like the reserved units: on the demand expected over its term (the
-        # window repeated, declining), after spot and after every reserved unit.
+        # window repeated, declining), after spot and after every reserved unit; a group's plan
+        # on its own pools only (a cloud's savings plan covers none of another cloud's).
         horizon_h = int(round(prices.sp_term_months * HOURS_PER_MONTH))
         frames, ri = [], {}
         for j, pool in enumerate(pools):
+            if groups[j] != group:
+                continue
             base = _committable(wide[pool].to_numpy(dtype=float), shares.get(pool, _PoolSpot()))
             frames.append(
                 pd.DataFrame(
@@ -673,15 +726,17 @@ def recommend_mix(
             )
             held = [tuple(h) for h in (existing_by_pool or {}).get(pool, ())]
             ri[pool] = existing_profile(held, horizon_h) + pool_plans[j].plan.commit_units
-        sp_plan = savings_plan_plan(
-            pd.concat(frames), dict(zip(pools, od_rates, strict=True)), prices.sp_discount_by_pool, ri
+        sp_plans[group] = savings_plan_plan(
+            pd.concat(frames), dict(zip(pools, od_rates, strict=True)), prices.sp_discount_by_pool or {}, ri
         )
-        hourly_commitment = sp_plan.hourly_commitment
+    sp_plan = next(iter(sp_plans.values()), None)
+    hourly_by_group = {g: sp.hourly_commitment for g, sp in sp_plans.items()}
+    hourly_commitment = float(sum(hourly_by_group.values()))
 
     def costs_for(scale: float, scen_shares: Mapping[str, _PoolSpot]) -> MixCosts:
         return _mix_costs(
             wide * scale, od_rates, scen_shares, pool_plans, existing_hourly, existing_rate, sp_disc,
-            hourly_commitment, gpus,
+            hourly_by_group, gpus, groups,
         )  # fmt: skip
 
     costs = costs_for(1.0, shares)
@@ -720,6 +775,7 @@ def recommend_mix(
         job_classes=assessments,
         hourly_commitment=hourly_commitment,
         savings_plan=sp_plan,
+        savings_plans={g: sp for g, sp in sp_plans.items() if sp.hourly_commitment > 0},
         costs=costs,
         current_monthly_bill_usd=current,
         expected_completion_rate=_completion(jobs, assessments),
@@ -740,6 +796,7 @@ def recommend_mix(
                 p: [asdict(o) for o in offers] for p, offers in (prices.offers_by_pool or {}).items()
             },
             "sp_discount_by_pool": dict(prices.sp_discount_by_pool or {}),
+            "sp_group_by_pool": dict(prices.sp_group_by_pool or {}),
             "sp_term_months": prices.sp_term_months,
             "annual_demand_decline": prices.annual_demand_decline,
             "min_completion": prices.min_completion,

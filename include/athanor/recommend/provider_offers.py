@@ -1,0 +1,142 @@
+"""What each cloud calls the commitments the purchase mix buys, and which savings plan covers a pool.
+
+The optimiser is one for every cloud (`athanor.recommend.mix`): per pool it buys units of the
+pool's reference instance for a term (the recommendation kind `reserved_instances`), then a $/hour
+commitment on what they leave (kind `savings_plan`). Each cloud sells these under its own name:
+
+| provider | units of one instance type in one region | $/hour across pools |
+|---|---|---|
+| aws | Reserved Instances (RIs) | Compute Savings Plans, across the AWS pools |
+| azure | Azure reservation (VM size, region; 1 or 3 years) | Azure savings plan for compute, across the Azure pools |
+| gcp | committed use discount, resource-based (the machine's GPUs, vCPUs and memory in a region; 1 or 3 years) | none for GPUs: spend-based (flexible) CUDs do not cover accelerator-optimised machines |
+
+A savings plan covers only its own cloud's pools, so the mix sizes one per cloud that sells one
+(`savings_plan_groups`). The recommendation kinds stay the same for every cloud (the plan's step
+kinds, the report's tables and `recommendations.json` group by them); the action, the step and
+their `offer` / `offer_name` fields carry the cloud's own words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from athanor.reference import instances
+
+
+@dataclass(frozen=True)
+class ProviderOffers:
+    provider: str  # aws | azure | gcp
+    unit_offer: str  # the offer id of athanor.reference.commitment_rates.OFFERS that buys units
+    unit_name: str  # what the cloud calls it
+    savings_plan_offer: str | None  # the $/hour offer covering the provider's pools; None: none for GPUs
+    savings_plan_name: str | None
+    payment_words: Mapping[str, str]  # payment option -> the cloud's words
+
+
+PROVIDERS: dict[str, ProviderOffers] = {
+    "aws": ProviderOffers(
+        "aws",
+        "standard_ri",
+        "Reserved Instances",
+        "compute_sp",
+        "compute savings plan",
+        {"no_upfront": "no upfront", "partial_upfront": "partial upfront", "all_upfront": "all upfront"},
+    ),
+    "azure": ProviderOffers(
+        "azure",
+        "azure_reservation",
+        "Azure reservation",
+        "azure_savings_plan",
+        "Azure savings plan for compute",
+        # Azure bills a reservation or savings plan monthly or upfront, at the same total.
+        {"no_upfront": "billed monthly", "partial_upfront": "billed monthly", "all_upfront": "paid upfront"},
+    ),
+    "gcp": ProviderOffers(
+        "gcp",
+        "gcp_cud",
+        "GCP committed use discount (resource-based)",
+        None,
+        None,
+        # A resource-based commitment is billed monthly over its term; nothing is paid upfront.
+        {
+            "no_upfront": "billed monthly",
+            "partial_upfront": "billed monthly",
+            "all_upfront": "billed monthly",
+        },
+    ),
+}
+
+
+NAMES = {"aws": "AWS", "azure": "Azure", "gcp": "GCP"}
+
+
+def provider_of(instance_type: str | None) -> str:
+    """The cloud that sells an instance type (the catalogue's), 'aws' for a type it lacks: the
+    words AWS pools always had."""
+    if not instance_type:
+        return "aws"
+    try:
+        return instances.instance(instance_type).provider
+    except KeyError:
+        return "aws"
+
+
+def offers_of(provider: str) -> ProviderOffers:
+    return PROVIDERS.get(provider, PROVIDERS["aws"])
+
+
+def savings_plan_groups(provider_by_pool: Mapping[str, str]) -> dict[str, str]:
+    """Pool -> the savings plan that may cover it (its cloud's), for the pools whose cloud sells
+    one for GPU machines; a GCP pool gets none."""
+    return {p: prov for p, prov in provider_by_pool.items() if offers_of(prov).savings_plan_offer}
+
+
+def savings_plan_scopes(groups: Iterable[str]) -> dict[str, str]:
+    """The scope of each savings plan bought (by group: its cloud, or 'all' for one plan over every
+    pool): 'all pools' where the fleet buys one plan (the AWS fleet's scope as it always was),
+    else 'all <cloud> pools'."""
+    found = list(dict.fromkeys(groups))
+    if len(found) <= 1:
+        return {g: "all pools" for g in found}
+    return {g: f"all {NAMES.get(g, g)} pools" for g in found}
+
+
+def _term(months: int) -> str:
+    return "3-year" if months == 36 else "1-year"
+
+
+def unit_action(
+    provider: str,
+    pool: str,
+    units: float,
+    instance_type: str | None,
+    gpus_per_unit: float,
+    term_months: int,
+    payment_option: str,
+) -> str:
+    """The first words of a pool's commitment row, in its cloud's vocabulary (the caller adds why)."""
+    family, region = pool.split("/")[0], pool.split("/")[-1]
+    words = offers_of(provider)
+    payment = words.payment_words.get(payment_option, payment_option.replace("_", " "))
+    many = "s" if units != 1 else ""
+    if provider == "azure":
+        return (
+            f"Buy an Azure reservation ({_term(term_months)}, {payment}) for {units:g} more "
+            f"{instance_type or family} VM{many} in {region}"
+        )
+    if provider == "gcp":
+        gpus = units * gpus_per_unit
+        return (
+            f"Buy a GCP committed use discount (resource-based, {_term(term_months)}, {payment}) in "
+            f"{region} for {units:g} more {instance_type or family} machine{many} ({gpus:g} GPUs with "
+            f"their vCPUs and memory)"
+        )
+    # AWS: the words its rows always had.
+    return f"Reserve {units:g} more {family} units ({_term(term_months)}, {payment_option.replace('_', ' ')}) in {region}"
+
+
+def savings_plan_action(provider: str, hourly_commitment: float) -> str:
+    if provider == "azure":
+        return f"Buy an Azure savings plan for compute of ${hourly_commitment:,.3f}/hour (1-year, billed monthly)"
+    return f"Buy a compute savings plan of ${hourly_commitment:,.3f}/hour"
