@@ -62,7 +62,10 @@ def test_the_gaps_filled_from_public_sources() -> None:
         for region in ("us-east-1", "us-west-2"):
             price = next(p for p in gpus.prices(instance_type) if p.region == region)
             assert (price.on_demand_usd_per_h, price.on_demand_source) == (Decimal(usd), "skypilot_aws")
-    # p5e.48xlarge is sold as capacity blocks: no on-demand price, and none is made up.
-    assert gpus.price("p5e.48xlarge") is None
+    # p5e.48xlarge is sold as capacity blocks: no on-demand price, and none is made up; its
+    # block rate is AWS's 6.866 $ per accelerator-hour (from 2026-10-07) x 8 GPUs = 54.928.
+    p5e = gpus.price("p5e.48xlarge")
+    assert (p5e.on_demand_usd_per_h, p5e.purchase_options) == (None, ("capacity_block",))
+    assert p5e.capacity_block_usd_per_h == Decimal("6.866") * 8 and not p5e.sold_on_demand
     # A10G: the public figures disagree and none is NVIDIA's (README): still empty.
     assert gpus.gpu("A10G").fp16_dense_tflops is None

@@ -33,19 +33,25 @@ def test_catalogue_rows_as_in_the_file() -> None:
     assert instance("g5.12xlarge") == InstanceType(
         "g5.12xlarge", "g5", 4, "A10G", 96.0, Decimal("5.67"), Decimal("2.40"), "aws", "us-east-1"
     )
-    # No prices taken for p5e: both empty, and no region.
+    # p5e is sold only as capacity blocks (its one row, us-east-2): no on-demand or spot price.
     p5e = instance("p5e.48xlarge")
-    assert (p5e.gpu_count, p5e.on_demand_usd_per_h, p5e.spot_usd_per_h, p5e.region) == (8, None, None, None)
+    assert (p5e.gpu_count, p5e.on_demand_usd_per_h, p5e.spot_usd_per_h, p5e.region) == (
+        8,
+        None,
+        None,
+        "us-east-2",
+    )
     assert instance("trn1.32xlarge").gpu_count == 16  # Trainium chips
     # g6e.48xlarge's only price row is us-west-2 (prices.csv): that is its reference region.
     assert (instance("g6e.48xlarge").region, instance("g6e.48xlarge").on_demand_usd_per_h) == (
         "us-west-2",
         Decimal("30.13118"),
     )
-    # One list for every provider: 37 AWS, 8 Azure, 15 GCP types.
-    assert len(instance_types()) == 60
+    # One list for every provider: 44 AWS (with p6-b200 and six g4dn sizes), 9 Azure (with ND
+    # MI300X v5), 15 GCP types.
+    assert len(instance_types()) == 68
     assert instance_types()[0].instance_type == "p4d.24xlarge"
-    assert [t.provider for t in instance_types()].count("azure") == 8
+    assert [t.provider for t in instance_types()].count("azure") == 9
 
 
 def test_azure_and_gcp_types_weigh_sizes_by_gpus() -> None:

@@ -7,8 +7,12 @@ Five files under ``data/`` (column by column, with the gaps, in ``data/README.md
   GPU has it), memory bandwidth, interconnect, board power; each figure names its source.
 - ``instances.csv``: one row per instance type: provider, GPU model and count, GPU memory per GPU
   as the provider reports it (GiB), AWS's normalisation factor.
-- ``prices.csv``: on-demand (and, where taken, spot) $ per instance-hour by region. The first row
-  of a type is its reference region, the one a plan prices the type in.
+- ``prices.csv``: on-demand (and, where taken, spot and capacity-block) $ per instance-hour by
+  region, the purchase options the type is sold under there (``on_demand``, ``spot``,
+  ``capacity_block``, ``reservation``, ``flex_start``) and the date the figures were read
+  (``as_of``). The first row of a type is its reference region, the one a plan prices the type in.
+  A refreshed copy (``athanor gpu-catalog --refresh``, ``athanor.reference.paths.effective``)
+  replaces the packaged file when present.
 - ``grid_intensity.csv`` and ``pue.csv``: gCO2e/kWh per region with its year, PUE per provider.
 - ``sources.csv``: every source id the other files cite, with its title, address and date.
 
@@ -20,12 +24,13 @@ from __future__ import annotations
 import csv
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import date
 from decimal import Decimal
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
 
-from athanor.reference.paths import DATA_DIR
+from athanor.reference.paths import DATA_DIR, catalogue_override_dir, effective
 
 GPUS_CSV = DATA_DIR / "gpus.csv"
 INSTANCES_CSV = DATA_DIR / "instances.csv"
@@ -41,6 +46,24 @@ NON_GPU_ACCELERATORS = frozenset({"Trainium"})
 # a carbon figure errs high rather than low.
 DEFAULT_PUE = 1.135
 HOURS_PER_DAY = 24
+# How an instance type can be bought in a region (prices.csv `purchase_options`): on demand, as
+# spot, as an EC2 Capacity Block for ML (a reservation of fixed dates, paid up front), under a
+# reservation or committed-use discount, or as GCP's flex-start (Dynamic Workload Scheduler).
+PURCHASE_OPTIONS = ("on_demand", "spot", "capacity_block", "reservation", "flex_start")
+PRICES_HEADER = (
+    "provider",
+    "instance_type",
+    "region",
+    "on_demand_usd_per_h",
+    "spot_usd_per_h",
+    "capacity_block_usd_per_h",
+    "on_demand_source",
+    "spot_source",
+    "options_source",
+    "purchase_options",
+    "as_of",
+)
+SOURCES_HEADER = ("source_id", "title", "url", "date", "note")
 
 _GPU_FIGURES = ("memory", "tflops", "bandwidth", "interconnect", "power")
 
@@ -102,6 +125,15 @@ class Price:
     spot_usd_per_h: Decimal | None  # typical, not a quote; only where the file has one
     on_demand_source: str
     spot_source: str
+    capacity_block_usd_per_h: Decimal | None = None  # an EC2 Capacity Block's hourly rate
+    purchase_options: tuple[str, ...] = ("on_demand",)
+    options_source: tuple[str, ...] = ()  # the sources of the purchase options and block rate
+    as_of: date | None = None  # the day the figures were read (a refresh: the day it fetched)
+
+    @property
+    def sold_on_demand(self) -> bool:
+        """Whether anyone can run this type here on demand (not only spot, blocks or flex-start)."""
+        return "on_demand" in self.purchase_options and self.on_demand_usd_per_h is not None
 
 
 @dataclass(frozen=True)
@@ -169,11 +201,30 @@ def _unique(path: Path, keys: Iterable[object]) -> None:
         seen.add(key)
 
 
-@cache
+def _version(path: Path) -> tuple[str, int, int]:
+    """A file's identity for the caches: a refresh rewriting it is read again."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return (str(path), 0, 0)
+    return (str(path), st.st_mtime_ns, st.st_size)
+
+
 def _sources() -> Mapping[str, Source]:
-    rows = _rows(SOURCES_CSV, ("source_id", "title", "url", "date", "note"))
+    return _sources_at(_version(catalogue_override_dir() / SOURCES_CSV.name))
+
+
+@cache
+def _sources_at(override: tuple[str, int, int]) -> Mapping[str, Source]:
+    rows = _rows(SOURCES_CSV, SOURCES_HEADER)
     _unique(SOURCES_CSV, (r["source_id"] for r in rows))
-    return MappingProxyType({r["source_id"]: Source(**r) for r in rows})
+    out = {r["source_id"]: Source(**r) for r in rows}
+    extra = Path(override[0])
+    if override[1] and extra.is_file():
+        # A refresh's own sources (one per API and fetch day); a packaged id keeps its row.
+        for r in _rows(extra, SOURCES_HEADER):
+            out.setdefault(r["source_id"], Source(**r))
+    return MappingProxyType(out)
 
 
 def _cited(path: Path, what: str, source_id: str) -> str:
@@ -255,27 +306,46 @@ def _instances() -> Mapping[str, GpuInstance]:
     return MappingProxyType(out)
 
 
-@cache
+def catalogue_version() -> tuple[tuple[str, int, int], tuple[str, int, int]]:
+    """What the price catalogue is read from now (for callers that cache what they derive)."""
+    return _version(prices_file()), _version(catalogue_override_dir() / SOURCES_CSV.name)
+
+
+def prices_file() -> Path:
+    """The price file the catalogue reads: a refreshed copy when one exists, else the packaged one."""
+    return effective(PRICES_CSV)
+
+
 def _prices() -> tuple[Price, ...]:
-    header = (
-        "provider",
-        "instance_type",
-        "region",
-        "on_demand_usd_per_h",
-        "spot_usd_per_h",
-        "on_demand_source",
-        "spot_source",
-    )
-    rows = _rows(PRICES_CSV, header)
-    _unique(PRICES_CSV, ((_key(r["instance_type"]), r["region"]) for r in rows))
+    return _prices_at(*catalogue_version())
+
+
+def _options(path: Path, what: str, text: str) -> tuple[str, ...]:
+    options = tuple(o.strip() for o in text.split(";") if o.strip())
+    unknown = [o for o in options if o not in PURCHASE_OPTIONS]
+    if unknown:
+        raise ValueError(
+            f"{path.name}: {what}: purchase option {unknown[0]!r} is not one of {', '.join(PURCHASE_OPTIONS)}"
+        )
+    return options
+
+
+@cache
+def _prices_at(version: tuple[str, int, int], _sources_version: tuple[str, int, int]) -> tuple[Price, ...]:
+    path = Path(version[0])
+    rows = _rows(path, PRICES_HEADER)
+    _unique(path, ((_key(r["instance_type"]), r["region"]) for r in rows))
     out = []
-    for r in rows:
-        what = f"{r['instance_type']} in {r['region']}"
+    for line, r in enumerate(rows, start=2):
+        what = f"row {line}, {r['instance_type']} in {r['region']}"
         known = _instances().get(_key(r["instance_type"]))
         if known is None:
-            raise ValueError(f"{PRICES_CSV.name}: {what}: the type is not in {INSTANCES_CSV.name}")
+            raise ValueError(f"{path.name}: {what}: the type is not in {INSTANCES_CSV.name}")
         if known.provider != r["provider"]:
-            raise ValueError(f"{PRICES_CSV.name}: {what}: provider {r['provider']} is not {known.provider}")
+            raise ValueError(f"{path.name}: {what}: provider {r['provider']} is not {known.provider}")
+        options = _options(path, what, r["purchase_options"])
+        if "on_demand" in options and not r["on_demand_usd_per_h"]:
+            raise ValueError(f"{path.name}: {what}: sold on demand without an on_demand_usd_per_h")
         out.append(
             Price(
                 provider=r["provider"],
@@ -283,8 +353,14 @@ def _prices() -> tuple[Price, ...]:
                 region=r["region"],
                 on_demand_usd_per_h=_decimal(r["on_demand_usd_per_h"]),
                 spot_usd_per_h=_decimal(r["spot_usd_per_h"]),
-                on_demand_source=_cited(PRICES_CSV, what, r["on_demand_source"]),
-                spot_source=_cited(PRICES_CSV, what, r["spot_source"]),
+                on_demand_source=_cited(path, what, r["on_demand_source"]),
+                spot_source=_cited(path, what, r["spot_source"]),
+                capacity_block_usd_per_h=_decimal(r["capacity_block_usd_per_h"]),
+                purchase_options=options,
+                options_source=tuple(
+                    _cited(path, what, s.strip()) for s in r["options_source"].split(";") if s.strip()
+                ),
+                as_of=date.fromisoformat(r["as_of"]) if r["as_of"] else None,
             )
         )
     return tuple(out)
@@ -426,6 +502,9 @@ def catalog_records(provider: str | None = None, *, all_regions: bool = False) -
                 "board_power_w": None if g is None else g.board_power_w,
                 "on_demand_usd_per_h": None if p is None else p.on_demand_usd_per_h,
                 "usd_per_tflops_day": None if unit is None else round(unit, 4),
+                "purchase_options": None if p is None else ";".join(p.purchase_options),
+                "capacity_block_usd_per_h": None if p is None else p.capacity_block_usd_per_h,
+                "as_of": None if p is None else p.as_of,
             }
         )
     return sorted(
@@ -437,4 +516,49 @@ def catalog_records(provider: str | None = None, *, all_regions: bool = False) -
             r["instance_type"],
             r["region"] or "",
         ),
+    )
+
+
+@dataclass(frozen=True)
+class PriceAge:
+    """How old the catalogue's prices are on a day: the oldest and newest ``as_of`` of its rows."""
+
+    oldest: date | None
+    newest: date | None
+    on: date
+    rows: int
+    undated: int  # rows without a date
+    refreshed: bool  # read from a refreshed copy (athanor gpu-catalog --refresh)
+    file: str
+
+    @property
+    def days_old(self) -> int | None:
+        return None if self.oldest is None else (self.on - self.oldest).days
+
+    def sentence(self) -> str:
+        """'prices as of 2026-06-01, 188 days old (...)' as the report and the CLI print it."""
+        if self.oldest is None:
+            return f"prices undated ({self.rows} rows in {self.file})"
+        span = "" if self.newest in (None, self.oldest) else f" to {self.newest.isoformat()}"
+        kind = "refreshed from the providers' price APIs" if self.refreshed else "the packaged catalogue"
+        undated = f"; {self.undated} rows undated" if self.undated else ""
+        return (
+            f"prices as of {self.oldest.isoformat()}{span}, {self.days_old} days old on "
+            f"{self.on.isoformat()} ({kind}, {self.rows} type x region rows{undated})"
+        )
+
+
+def price_age(on: date) -> PriceAge:
+    """The age of the prices the plan reads, on ``on`` (the report's as-of day)."""
+    rows = _prices()
+    dates = [p.as_of for p in rows if p.as_of is not None]
+    path = prices_file()
+    return PriceAge(
+        oldest=min(dates, default=None),
+        newest=max(dates, default=None),
+        on=on,
+        rows=len(rows),
+        undated=len(rows) - len(dates),
+        refreshed=path != PRICES_CSV,
+        file=path.name if path == PRICES_CSV else str(path),
     )

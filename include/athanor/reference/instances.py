@@ -35,8 +35,13 @@ class InstanceType:
     region: str | None = None  # the reference region; None for a type without any price
 
 
-@cache
 def _catalogue() -> Mapping[str, InstanceType]:
+    # Keyed on the price file read: a refresh in the same process is seen at once.
+    return _catalogue_at(catalog.catalogue_version())
+
+
+@cache
+def _catalogue_at(_version: object) -> Mapping[str, InstanceType]:
     rows: dict[str, InstanceType] = {}
     for inst in catalog.gpu_instances():
         price = catalog.price(inst.instance_type)

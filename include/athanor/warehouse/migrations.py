@@ -22,6 +22,7 @@ from typing import Any
 import duckdb
 
 from athanor.reference import DATA_DIR
+from athanor.reference.paths import effective
 from athanor.warehouse.connection import transaction
 from athanor.warehouse.queries import SQL_DIR
 from athanor.warehouse.rows import insert_rows
@@ -55,7 +56,9 @@ def _digest(*parts: bytes) -> str:
 def references() -> list[Definition]:
     """The reference tables: loaded before the schema, whose comments and views describe them."""
     out = []
-    for table, files in REFERENCE_DATA.items():
+    for table, packaged in REFERENCE_DATA.items():
+        # A refreshed price catalogue (athanor gpu-catalog --refresh) replaces the packaged file.
+        files = {name: effective(path) for name, path in packaged.items()}
         statement = (SQL_DIR / "reference" / f"{table}.sql").read_text()
         sha = _digest(statement.encode(), *(files[name].read_bytes() for name in sorted(files)))
         params = {name: str(path) for name, path in files.items()}
