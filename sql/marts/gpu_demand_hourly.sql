@@ -29,7 +29,12 @@ final as (
         sum(u.normalized_hours / r.reference_factor) filter (where u.pricing_model = 'savings_plan') as savings_plan_units,
         sum(u.effective_cost_usd)                                                           as effective_cost_usd,
         sum(u.list_cost_usd)                                                                as list_cost_usd,
-        max(cast(r.on_demand_usd_per_h as double))                                          as on_demand_rate_usd
+        -- The catalogue's rate of the reference size; a family it does not price (SageMaker's ml.*,
+        -- sql/reference/instance_types.sql) at the bill's list cost per unit-hour.
+        coalesce(
+            max(cast(r.on_demand_usd_per_h as double)),
+            sum(u.list_cost_usd) / nullif(sum(u.normalized_hours / r.reference_factor), 0)
+        )                                                                                   as on_demand_rate_usd
     from usage as u
     join ref_instance_families as r using (instance_family)
     group by all

@@ -13,10 +13,13 @@ with source as (
         coalesce(resource_tags, map())                                      as tag_map,
         coalesce(cast(line_item_net_unblended_cost as decimal(38, 12)), cast(line_item_unblended_cost as decimal(38, 12))) as unblended_cost,
         coalesce(nullif(reservation_reservation_a_r_n, ''), nullif(savings_plan_savings_plan_a_r_n, '')) as commitment_arn,
-        -- Instance-hour usage types: 'USE1-BoxUsage:p5.48xlarge', 'USE1-SpotUsage:p4d.24xlarge', 'HeavyUsage:...'.
+        -- Instance-hour usage types: 'USE1-BoxUsage:p5.48xlarge', 'USE1-SpotUsage:p4d.24xlarge', 'HeavyUsage:...';
+        -- SageMaker's name the ml.* instance: 'USE1-Train:ml.p4d.24xlarge', 'USE1-Host:ml.g5.xlarge'
+        -- (its volumes are 'USE1-Train:VolumeUsage.gp2', not instance hours).
         coalesce(
             line_item_usage_type like '%BoxUsage%:%' or line_item_usage_type like '%SpotUsage%:%'
-            or line_item_usage_type like '%HeavyUsage%:%' or line_item_usage_type like '%DedicatedUsage%:%',
+            or line_item_usage_type like '%HeavyUsage%:%' or line_item_usage_type like '%DedicatedUsage%:%'
+            or line_item_usage_type like '%:ml.%',
             false
         )                                                                   as is_instance_usage
     from src

@@ -128,15 +128,17 @@ def unit_rates(
     region: str,
     payment_option: str = "no_upfront",
     path: Path = COMMITMENT_RATES_CSV,
+    offers: tuple[str, ...] = UNIT_OFFERS,
 ) -> dict[int, CommitmentRate]:
     """term months -> the lowest published unit commitment (RI, instance savings plan, Azure
-    reservation, GCP CUD) of the type in the region with that payment option; the newest row
-    of an offer wins over older ones."""
+    reservation, GCP CUD; or the `offers` named, e.g. ``("sagemaker_sp",)`` for SageMaker's ml.*
+    types) of the type in the region with that payment option; the newest row of an offer wins
+    over older ones."""
     newest: dict[tuple[str, int], CommitmentRate] = {}
     for r in load_commitment_rates(path):
         if (r.instance_type, r.region, r.payment_option) != (instance_type, region, payment_option):
             continue
-        if r.offer not in UNIT_OFFERS:
+        if r.offer not in offers:
             continue
         key = (r.offer, r.term_months)
         if key not in newest or r.as_of > newest[key].as_of:
