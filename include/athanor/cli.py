@@ -303,6 +303,49 @@ def _cmd_gpu_usage(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _cmd_allocation(args: argparse.Namespace, settings: Settings) -> int:
+    """GPU cost per job and team by GPU-seconds held, idle apart (the allocate_gpus stage's table)."""
+    from athanor.recommend import allocation
+
+    path, snapshot = _analyst_source(args, settings)
+    if not path.exists():
+        print(f"error: no warehouse at {path} (run `athanor run` first)", file=sys.stderr)
+        return 1
+    since = datetime.combine(date.fromisoformat(args.since), datetime.min.time()) if args.since else None
+    until = datetime.combine(date.fromisoformat(args.until), datetime.min.time()) if args.until else None
+    with _analyst_reading(path, snapshot, settings) as con:
+        figures = allocation.allocation_summary(con, since, until)
+        hours = con.execute("select count(*) from gpu_allocation_hourly").fetchone()[0]
+    if not hours:
+        print(
+            "note: gpu_allocation_hourly is empty: `athanor run` allocates the bill (stage allocate_gpus)",
+            file=sys.stderr,
+        )
+    if args.format == "json":
+        print(json.dumps(figures, indent=2))
+    else:
+        print(
+            format_rows(
+                ("team", "allocated_usd", "idle_usd"),
+                [(t["team"] or "(no team)", t["allocated_usd"], t["idle_usd"]) for t in figures["teams"]]
+                + [("(all)", figures["allocated_usd"], figures["idle_usd"])],
+                "table",
+            )
+        )
+        print(
+            f"billed ${figures['billed_usd']:,.2f} = allocated ${figures['allocated_usd']:,.2f}"
+            f" + idle ${figures['idle_usd']:,.2f} + nobody's ${figures['unattributed_usd']:,.2f}"
+        )
+        print(
+            format_rows(
+                ("job_id", "team", "gpu_hours", "cost_usd"),
+                [tuple(j[c] for c in ("job_id", "team", "gpu_hours", "cost_usd")) for j in figures["jobs"]],
+                "table",
+            )
+        )
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     from athanor.demo import fleet as demo
     from athanor.demo import storage as demo_storage
@@ -794,6 +837,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--format", choices=["table", "json"], default="table")
     p.set_defaults(func=_cmd_gpu_usage)
+
+    p = sub.add_parser("allocation", help="GPU cost per job and team by GPU-seconds held, idle apart")
+    p.add_argument("--warehouse", help="DuckDB file to read gpu_allocation_hourly from (read-only)")
+    p.add_argument("--live", action="store_true", help=LIVE_HELP)
+    p.add_argument("--since", help="first day (UTC) of the machine-hours counted")
+    p.add_argument("--until", help="the day after the last one counted (end excluded)")
+    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.set_defaults(func=_cmd_allocation)
 
     p = sub.add_parser("demo", help="write realistic demo exports (billing, job logs, inventory) to a folder")
     p.add_argument("--out", help="folder (default: $ATHANOR_LANDING, where `athanor run` looks)")

@@ -463,6 +463,18 @@ def measure_gpus(run: RunContext) -> dict:
     return result
 
 
+def allocate_gpus(run: RunContext) -> dict:
+    """Each billed GPU machine-hour's cost split over the jobs that held its GPUs, the rest idle."""
+    from athanor.recommend import allocation
+
+    con = run.connect()
+    try:
+        result = allocation.allocate_gpus(con, run.run_id, run.settings.node_tag_key)
+    finally:
+        con.close()
+    return result.as_dict()
+
+
 def recommend_gpus(run: RunContext) -> dict:
     """Per workload class, which GPU type and how many to run on (the GPU plan)."""
     from athanor.recommend import gpu_plan
@@ -670,6 +682,8 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage("recommend_lifecycle", "athanor_optimize", recommend_lifecycle),
     Stage("measure_gpus", "athanor_optimize", measure_gpus),
+    # Cost by GPU-seconds on shared clusters (gpu_allocation_hourly), published with the rest.
+    Stage("allocate_gpus", "athanor_optimize", allocate_gpus),
     # The GPU plan's carbon estimate takes the utilisation measure_gpus measured.
     Stage("recommend_gpus", "athanor_optimize", recommend_gpus, after=("measure_gpus",)),
     # Commitments and spot are sized on the demand the idle stops and GPU moves leave (the plan).
@@ -691,7 +705,7 @@ STAGES: tuple[Stage, ...] = (
         "publish",
         "athanor_optimize",
         publish,
-        after=("compose_plan",),
+        after=("compose_plan", "allocate_gpus"),
         emits="athanor_report",
         records_itself=True,
     ),

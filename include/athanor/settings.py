@@ -202,6 +202,11 @@ class Settings:
     lake_catalog_uri: str | None = field(default=None, repr=False)
     lake_warehouse: str | None = None
     lake_namespace: str = "athanor"
+    # Shared clusters (athanor.recommend.allocation): a Slurm log loads without its bad records
+    # while they are at most this share of it; the bill lines' tag whose value is the scheduler's
+    # node name (None: no such tag), one of the node map's sources.
+    job_reject_max_share: float = 0.1
+    node_tag_key: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -242,6 +247,8 @@ class Settings:
             lake_warehouse=env.get("ATHANOR_LAKE_WAREHOUSE") or None,
             lake_namespace=env.get("ATHANOR_LAKE_NAMESPACE", "athanor"),
             idle_minutes=float(env.get("ATHANOR_IDLE_MINUTES", "30")),
+            job_reject_max_share=float(env.get("ATHANOR_JOB_REJECT_MAX_SHARE", "0.1")),
+            node_tag_key=env.get("ATHANOR_NODE_TAG_KEY") or None,
             spot_phase_policy=_spot_phase_policy(env.get("ATHANOR_SPOT_PHASE_POLICY", "evidence")),
             gpu_sample_cap_minutes=(
                 float(env["ATHANOR_GPU_SAMPLE_CAP_MINUTES"])

@@ -102,6 +102,7 @@ def test_warehouse_writers_share_one_pool(dagbag) -> None:
         "recommend_mix",
         "recommend_lifecycle",
         "measure_gpus",
+        "allocate_gpus",
         "recommend_gpus",
         "watch_spend",
         "compose_plan",

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from athanor.cli import main
 from athanor.ingest.deliveries import ingest_ec2_instances, ingest_job_file
 from athanor.recommend.allocation import allocate_gpus, allocation_summary
 from athanor.warehouse import insert_rows
@@ -138,6 +139,9 @@ def test_every_jobs_cost_is_its_gpu_seconds_at_its_nodes_price(cluster, caplog) 
         {"team": "vision", "allocated_usd": 27.36, "idle_usd": 9.36},
         {"team": None, "allocated_usd": 0.0, "idle_usd": 93.60},
     ]
+    # The listing names the nodes' instance types: the partition is no longer taken for one.
+    kinds = dict(cluster.execute("select job_id, instance_type from job_runs").fetchall())
+    assert (kinds["101"], kinds["103_2"], kinds["105"]) == ("p4d.24xlarge", "g5.12xlarge", "gpu")
     # The node nobody's instance was is listed, and its job holds nothing.
     assert result.unmapped_nodes == ("gpu-z-9",)
     assert any("1 node names jobs held map to no billed instance" in r.getMessage() for r in caplog.records)
@@ -196,3 +200,24 @@ def test_cents_are_shared_by_largest_remainder(warehouse, tmp_path: Path) -> Non
         (1, "2", Decimal("3.75")),
         (1, "3", Decimal("2.50")),
     ]
+
+
+def test_allocation_command_prints_the_issue_shape(settings, cluster, capsys) -> None:
+    allocate_gpus(cluster, "r1")
+    cluster.close()
+    path = str(settings.warehouse)
+    assert main(["allocation", "--warehouse", path, "--format", "json", "--until", "2026-11-04"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert {k: printed[k] for k in ("billed_usd", "allocated_usd", "idle_usd")} == {
+        "billed_usd": 200.08,
+        "allocated_usd": 97.12,
+        "idle_usd": 102.96,
+    }
+    assert printed["jobs"][:2] == [
+        {"job_id": "102", "team": "llm", "gpu_hours": 16.0, "cost_usd": 57.6},
+        {"job_id": "101", "team": "vision", "gpu_hours": 6.0, "cost_usd": 21.6},
+    ]
+    assert [j["job_id"] for j in printed["jobs"]][2:] == ["j-9", "103_1", "103_2", "104"]
+    assert main(["allocation", "--warehouse", path, "--since", "2026-11-04"]) == 0
+    table = capsys.readouterr().out
+    assert "billed $0.00 = allocated $0.00 + idle $0.00 + nobody's $0.00" in table

@@ -287,6 +287,7 @@ def test_run_runs_the_declared_stages_in_order(
         ("fit_durations", ()),
         ("recommend_lifecycle", ()),
         ("measure_gpus", ()),
+        ("allocate_gpus", ()),
         ("recommend_gpus", ()),
         ("watch_spend", ()),
         ("recommend_mix", ()),

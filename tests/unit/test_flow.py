@@ -553,6 +553,7 @@ def test_stages_of_each_dag_in_flow_order() -> None:
         "fit_durations",
         "recommend_lifecycle",
         "measure_gpus",
+        "allocate_gpus",
         "recommend_gpus",
         "watch_spend",
         "recommend_mix",

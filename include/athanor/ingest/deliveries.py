@@ -26,6 +26,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 import duckdb
+import pandas as pd
 
 from athanor.ingest import sniff, telemetry
 from athanor.ingest.billing import (
@@ -276,7 +277,9 @@ def ingest_deliveries(
                     con,
                     [file],
                     "jobs",
-                    lambda fs: ingest_job_file(con, fs[0], job_as_of, run_id, limits),
+                    lambda fs: ingest_job_file(
+                        con, fs[0], job_as_of, run_id, limits, settings.job_reject_max_share
+                    ),
                     run_id,
                     failed_status,
                 )
@@ -574,15 +577,22 @@ def ingest_job_file(
     as_of: datetime | None = None,
     run_id: str | None = None,
     limits: InputLimits = DEFAULT_LIMITS,
+    max_bad_share: float = 0.1,
 ) -> str:
-    """Load one job-log file; a job reported again (e.g. finished since) replaces its earlier row."""
+    """Load one job-log file; a job reported again (e.g. finished since) replaces its earlier row.
+
+    A Slurm log's bad records are rejected alone while at most `max_bad_share` of it (the
+    summary line counts them); a job whose nodes the node map knows is on the instance type the
+    map says, not its partition's name (the bill, not the scheduler, knows what ran)."""
     from athanor.ingest import jobs
 
     digest, size = checksum([file])
     load_id = digest[:16]
     if _already_loaded(con, load_id):
         return f"{shown(file.name)}: unchanged since load {load_id}, skipped"
-    frame = jobs.read_job_runs(file, as_of=as_of, limits=limits)
+    frame = jobs.read_job_runs(file, as_of=as_of, limits=limits, max_bad_share=max_bad_share)
+    rejected = sum(frame.attrs.get("rejected", {}).values())
+    frame = _instance_types_from_node_map(con, frame)
     frame = frame.assign(load_id=load_id, source_file=file.name)
     with transaction(con):
         con.register("incoming_jobs", frame)
@@ -603,7 +613,32 @@ def ingest_job_file(
     censored = float(frame["censored"].mean()) if len(frame) else 0.0
     return (
         f"{shown(file.name)}: {frame['source'].iloc[0]} job log, {len(frame):,} jobs, {censored:.0%} censored"
+        + (f", {rejected} problem(s) in rejected records" if rejected else "")
     )
+
+
+def _instance_types_from_node_map(con: duckdb.DuckDBPyConnection, frame: pd.DataFrame) -> pd.DataFrame:
+    """Slurm jobs on nodes an `ec2_instances` listing names: the instance type of the first node
+    (by PrivateDnsName's short name, the Name tag or the instance id), not the partition."""
+    if "node_list" not in frame or not frame["node_list"].notna().any():
+        return frame
+    names = con.execute(
+        """select node, arg_max(instance_type, valid_from) from (
+               select split_part(private_dns_name, '.', 1) as node, instance_type, launch_time as valid_from
+               from ec2_instances where coalesce(private_dns_name, '') <> ''
+               union all select name_tag, instance_type, launch_time from ec2_instances where coalesce(name_tag, '') <> ''
+               union all select instance_id, instance_type, launch_time from ec2_instances)
+           where instance_type is not null group by node"""
+    ).fetchall()
+    if not names:
+        return frame
+    kinds = dict(names)
+    first = frame["node_list"].str.split(",").str[0]
+    mapped = first.map(kinds)
+    found = mapped.notna() & (frame["source"] == "slurm")
+    if found.any():
+        logger.info("job instance types from the node map: %d of %d jobs", int(found.sum()), len(frame))
+    return frame.assign(instance_type=frame["instance_type"].mask(found, mapped))
 
 
 def ingest_inventory(
