@@ -96,6 +96,14 @@ class Candidate:
     # The type's reference region (first in prices.csv): where the plan prices and recommends it;
     # its other regions only compete as lower-carbon options at no extra cost.
     reference: bool = True
+    # How the type is sold in this region (prices.csv purchase_options). The plan prices work at
+    # on-demand list prices, so a shape sold only as spot, capacity blocks or flex-start (p5e,
+    # a3-highgpu-1g) is never where it moves work; a class already on one is priced where it is.
+    purchase_options: tuple[str, ...] = ("on_demand",)
+
+    @property
+    def sold_on_demand(self) -> bool:
+        return "on_demand" in self.purchase_options
 
     def speed(self, bound: str) -> float | None:
         return self.fp16_dense_tflops if bound == "compute" else self.memory_bandwidth_gbps
@@ -130,6 +138,7 @@ def candidates_from_catalog(
                 gco2e_per_kwh=None if grid is None else grid.gco2e_per_kwh,
                 pue=catalog.pue(inst.provider),
                 reference=price.region == reference,
+                purchase_options=price.purchase_options,
             )
         )
     return out
@@ -218,6 +227,9 @@ class ClassPlan:
     monthly_savings_high_usd: float | None = None  # at speedup.high
     benchmark_first: bool = False  # the saving changes sign within the speed-up's range
     gpu_window: tuple[float, float] | None = None  # GPU counts offered: 2x beyond those observed
+    # Types left out as destinations because they are not sold on demand, where one of them would
+    # otherwise have been recommended (it fits, finishes in time and costs less per run).
+    not_on_demand: tuple[str, ...] = ()
 
     @property
     def moves(self) -> bool:
@@ -437,7 +449,9 @@ def plan_class(
     observed = cls.gpu_counts or cls.scaling.gpu_counts or (current.gpus,)
     window = (min(observed) / SCALING_EXTRAPOLATION, max(observed) * SCALING_EXTRAPOLATION)
     speedups: dict[str, Speedup | None] = {}  # per GPU model, worked out once per class
-    options = [
+    # Every configuration the class could run on; shapes not sold on demand (spot, capacity blocks
+    # or flex-start only) are priced, but are never a destination: the plan is at on-demand prices.
+    priced = [
         o
         for c in candidates
         if c.provider == cur.provider or not same_provider
@@ -447,6 +461,10 @@ def plan_class(
         if window[0] <= c.gpus_per_instance * n <= window[1]
         if (o := _option(cls, cur, c, n, bound, speedups)) is not None
     ]
+    options = [
+        o for o in priced if o.candidate.sold_on_demand or o.candidate.instance_type == cur.instance_type
+    ]
+    barred = [o for o in priced if o not in options]
     if not any(o.candidate == cur and o.instance_count == cls.current_instance_count for o in options):
         options.append(current)
     limit = deadline_slack * cls.current_hours_per_run * (1 + _TOLERANCE)
@@ -507,6 +525,21 @@ def plan_class(
         and min(at_low, at_high) < -_TOLERANCE
         and max(at_low, at_high) > _TOLERANCE,
         gpu_window=window,
+        # Named only where one would have been chosen: it fits, in time, and costs less.
+        not_on_demand=tuple(
+            sorted(
+                {
+                    o.candidate.instance_type
+                    for o in barred
+                    if o.fits_memory
+                    and o.candidate.reference
+                    and in_time(o)
+                    and (
+                        recommended is None or o.cost_per_run_usd < recommended.cost_per_run_usd - _TOLERANCE
+                    )
+                }
+            )
+        ),
     )
     return replace(plan, reason=_reason(plan, cls, deadline_slack, ignore_deadline))
 
@@ -582,6 +615,11 @@ def _reason(p: ClassPlan, cls: ClassInput, slack: float, ignore_deadline: bool) 
         parts.append(
             f"lower carbon at no extra cost: {p.greener.label}, "
             f"{_pct(p.greener.kgco2e_per_run or 0, rec.kgco2e_per_run or 0)} CO2e"
+        )
+    if p.not_on_demand:
+        parts.append(
+            "cheaper but not offered, as not sold on demand (spot, capacity blocks or flex-start only): "
+            f"{', '.join(p.not_on_demand)}"
         )
     parts.append(f"buy as: {p.purchase}")
     return "; ".join(parts)
