@@ -1,5 +1,6 @@
 -- Reference: GPU instance types of every provider (GPUs per instance, GPU model, normalisation
--- factor), each priced in its reference region: the first row of the type in prices.csv.
+-- factor), each priced in its reference region: the first row of the type in prices.csv (the
+-- refreshed copy under the catalogue override folder when there is one: athanor.reference.paths).
 -- Azure and GCP publish no normalisation factor; their GPU count stands in (as in
 -- athanor.reference.instances), so the family pools of gpu_demand_hourly still weigh sizes.
 create or replace table ref_instance_types as
@@ -25,8 +26,12 @@ prices as (
         'region': 'varchar',
         'on_demand_usd_per_h': 'decimal(18, 6)',
         'spot_usd_per_h': 'decimal(18, 6)',
+        'capacity_block_usd_per_h': 'decimal(18, 6)',
         'on_demand_source': 'varchar',
-        'spot_source': 'varchar'
+        'spot_source': 'varchar',
+        'options_source': 'varchar',
+        'purchase_options': 'varchar',
+        'as_of': 'date'
     })
 ),
 
