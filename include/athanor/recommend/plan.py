@@ -547,6 +547,11 @@ def _commitment_steps(recs: Recs, idle: dict[str, Step], moves: list[Step], spot
                 after=[*earlier, *([spot] if spot else [])],
                 fields={
                     "pool": scope,
+                    # The cloud and what it calls the commitment (athanor.recommend.provider_offers):
+                    # the kind is one for every cloud, the words are the cloud's own.
+                    "provider": facts.get("provider", "aws"),
+                    "offer": facts.get("offer"),
+                    "offer_name": facts.get("offer_name"),
                     "units": r["recommended_quantity"],
                     "term_months": r["term_months"],
                     **{name: facts.get(name) for name in COMMITMENT_FACTS},

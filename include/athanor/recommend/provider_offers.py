@@ -19,8 +19,9 @@ their `offer` / `offer_name` fields carry the cloud's own words.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from athanor.recommend.mix import MixPrices
 from athanor.reference import instances
 
 
@@ -140,3 +141,22 @@ def savings_plan_action(provider: str, hourly_commitment: float) -> str:
     if provider == "azure":
         return f"Buy an Azure savings plan for compute of ${hourly_commitment:,.3f}/hour (1-year, billed monthly)"
     return f"Buy a compute savings plan of ${hourly_commitment:,.3f}/hour"
+
+
+def pool_providers(pools: Iterable[str], instance_type_of_family: Mapping[str, str]) -> dict[str, str]:
+    """Pool ('family/region') -> the cloud of its family's reference instance type."""
+    return {str(p): provider_of(instance_type_of_family.get(str(p).split("/")[0])) for p in pools}
+
+
+def by_cloud(prices: MixPrices, provider_by_pool: Mapping[str, str]) -> MixPrices:
+    """`prices` with each savings-plan discount kept only where the pool's cloud sells a savings
+    plan for it, and each pool named under its cloud's plan (MixPrices.sp_group_by_pool)."""
+    groups = savings_plan_groups(provider_by_pool)
+    discounts = {p: d for p, d in (prices.sp_discount_by_pool or {}).items() if p in groups}
+    return replace(prices, sp_discount_by_pool=discounts, sp_group_by_pool=groups)
+
+
+def reference_type(family: str) -> str | None:
+    """A family's pool unit: its largest size in the catalogue (as ref_instance_families picks it)."""
+    sizes = [t for t in instances.instance_types() if t.instance_family == family]
+    return max(sizes, key=lambda t: t.normalization_factor).instance_type if sizes else None
