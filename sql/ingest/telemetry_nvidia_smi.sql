@@ -36,7 +36,9 @@ final as (
         s.utilisation_pct,
         s.memory_used_mib / 1024                            as memory_used_gib,
         s.memory_total_mib / 1024                           as memory_total_gib,
-        s.power_w
+        -- The one-second mean first, then power.draw, then the instant reading (nvidia_smi's
+        -- docstring says why).
+        coalesce(s.power_average_w, s.power_draw_w, s.power_instant_w) as power_w
     from source as s
 )
 

@@ -23,6 +23,12 @@
 -- * MIG: each MIG instance is its own series (gaps, idle stretches, jobs: per instance) and its
 --   hours count at its gpu_share of the GPU (3g of 7: 3/7), so the instances of a fully
 --   partitioned GPU add up to the GPU's hours; a machine's observed hours sum these.
+-- * energy: a sample's power counts for the time the sample counts (until the next, capped), the
+--   same pieces as its utilisation (a left Riemann sum: the trapezoid would differ only where
+--   power changes between samples, and would count gaps the hours do not); a MIG instance's
+--   power is its parent board's (DCGM's device-level field), so it counts at the instance's
+--   gpu_share. Pieces without power keep their GPU-hours and utilisation-hours apart
+--   (unpowered_*) for athanor.recommend.gpu_usage to model from the GPU's power curve.
 -- Samples from a day before the window are read so that a stretch crossing its start is whole.
 with source as (
     select
@@ -41,7 +47,8 @@ with source as (
         sampled_at,
         cast(utilisation_pct as double)                                         as utilisation_pct,
         cast(memory_used_gib as double)                                         as memory_used_gib,
-        cast(memory_total_gib as double)                                        as memory_total_gib
+        cast(memory_total_gib as double)                                        as memory_total_gib,
+        cast(power_w as double)                                                 as power_w
     from gpu_samples
     where sampled_at >= $window_start - interval 1 day - to_minutes(cast($idle_minutes as bigint))
       and sampled_at < $window_end
@@ -106,14 +113,14 @@ pieces as (
     -- The counted part of each sample's interval, and the unobserved rest of a longer gap.
     select
         gpu, gpu_id, mig_instance, mig_profile, gpu_share, host, instance_id, job_name, pod, gpu_model,
-        utilisation_pct, memory_used_gib, memory_total_gib, idle, false as gap,
+        utilisation_pct, memory_used_gib, memory_total_gib, power_w, idle, false as gap,
         greatest(sampled_at, $window_start)                                     as piece_start,
         least(sampled_at + to_microseconds(cast(counted_s * 1e6 as bigint)), $window_end) as piece_end
     from classified
     union all
     select
         gpu, gpu_id, mig_instance, mig_profile, gpu_share, host, instance_id, job_name, pod, gpu_model,
-        utilisation_pct, memory_used_gib, memory_total_gib, false as idle, true as gap,
+        utilisation_pct, memory_used_gib, memory_total_gib, power_w, false as idle, true as gap,
         greatest(sampled_at + to_microseconds(cast(counted_s * 1e6 as bigint)), $window_start),
         least(next_at, $window_end)
     from classified
@@ -160,7 +167,8 @@ usage_lines as (
         cast(effective_cost as double)                                          as cost_usd,
         nullif(tags['team'], '')                                                as team,
         nullif(tags['job_id'], '')                                              as job_id,
-        x_instance_type                                                         as instance_type
+        x_instance_type                                                         as instance_type,
+        nullif(region_id, '')                                                   as region
     from billing_facts
     where charge_category = 'Usage' and billing_currency = 'USD'
       and x_gpu_count > 0 and x_usage_hours > 0
@@ -217,7 +225,8 @@ bill_lines as (
             u.cost_usd,
             u.team,
             coalesce(u.job_id, j.job_id)                                        as job_id,
-            u.instance_type
+            u.instance_type,
+            u.region
         from usage_lines as u
         left join untagged_jobs as j using (resource)
         where u.charge_period_start < $window_end and u.charge_period_end > $window_start
@@ -233,7 +242,8 @@ bill_hours as (
         sum(cost_usd * share)                                                   as paid_cost_usd,
         mode(team)                                                              as team,
         mode(job_id)                                                            as job_id,
-        mode(instance_type)                                                     as instance_type
+        mode(instance_type)                                                     as instance_type,
+        mode(region)                                                            as region
     from (
         select
             *,
@@ -253,7 +263,7 @@ bill_hours as (
 bill_keys as (
     -- A machine's team and instance type also name its hours the bill does not cover (a last
     -- sample counting past the instance's end).
-    select resource, mode(team) as team, mode(instance_type) as instance_type
+    select resource, mode(team) as team, mode(instance_type) as instance_type, mode(region) as region
     from bill_hours
     group by resource
 ),
@@ -315,7 +325,13 @@ per_gpu as (
                  filter (where not p.gap and not p.idle and p.memory_total_gib > 0) / 3600, 0)
                                                                                 as busy_memory_share_gpu_hours,
         max(p.memory_used_gib / nullif(p.memory_total_gib, 0)) filter (where not p.gap)
-                                                                                as peak_memory_share
+                                                                                as peak_memory_share,
+        coalesce(sum(p.seconds * p.gpu_share) filter (where not p.gap and p.power_w is not null) / 3600, 0)
+                                                                                as power_gpu_hours,
+        coalesce(sum(p.seconds * p.gpu_share * p.power_w) filter (where not p.gap and p.power_w is not null)
+                 / 3.6e6, 0)                                                    as measured_energy_kwh,
+        coalesce(sum(p.seconds * p.gpu_share * coalesce(p.utilisation_pct, 0) / 100)
+                 filter (where not p.gap and p.power_w is null) / 3600, 0)      as unpowered_utilisation_gpu_hours
     from hourly_pieces as p
     left join machines as m
         on m.instance_id is not distinct from p.instance_id
@@ -345,6 +361,7 @@ scaled as (
         b.team                                                                  as bill_team,
         b.job_id                                                                as bill_job,
         b.instance_type                                                         as bill_instance_type,
+        b.region                                                                as bill_region,
         b.resource is not null                                                  as billed
     from per_gpu as g
     join machine_hours as mh using (machine, hour)
@@ -370,6 +387,7 @@ observed as (
         coalesce(s.named_job, s.bill_job)                                       as job_id,
         s.bill_team,
         s.bill_instance_type,
+        s.bill_region,
         s.observed_gpu_hours * s.counted_share                                  as observed_gpu_hours,
         (s.observed_gpu_hours - s.idle_gpu_hours) * s.counted_share             as busy_gpu_hours,
         s.idle_gpu_hours * s.counted_share                                      as idle_gpu_hours,
@@ -381,7 +399,10 @@ observed as (
         s.busy_utilisation_gpu_hours * s.counted_share                          as busy_utilisation_gpu_hours,
         s.busy_memory_gib_gpu_hours * s.counted_share                           as busy_memory_gib_gpu_hours,
         s.busy_memory_share_gpu_hours * s.counted_share                         as busy_memory_share_gpu_hours,
-        s.peak_memory_share
+        s.peak_memory_share,
+        s.power_gpu_hours * s.counted_share                                     as power_gpu_hours,
+        s.measured_energy_kwh * s.counted_share                                 as measured_energy_kwh,
+        s.unpowered_utilisation_gpu_hours * s.counted_share                     as unpowered_utilisation_gpu_hours
     from (
         select *, case when billed then coalesce(paid_share, 1.0) else 1.0 end as counted_share
         from scaled
@@ -404,6 +425,7 @@ unobserved as (
         b.job_id,
         b.team                                                                  as bill_team,
         b.instance_type                                                         as bill_instance_type,
+        b.region                                                                as bill_region,
         0.0                                                                     as observed_gpu_hours,
         0.0                                                                     as busy_gpu_hours,
         0.0                                                                     as idle_gpu_hours,
@@ -415,7 +437,10 @@ unobserved as (
         0.0                                                                     as busy_utilisation_gpu_hours,
         0.0                                                                     as busy_memory_gib_gpu_hours,
         0.0                                                                     as busy_memory_share_gpu_hours,
-        null::double                                                            as peak_memory_share
+        null::double                                                            as peak_memory_share,
+        0.0                                                                     as power_gpu_hours,
+        0.0                                                                     as measured_energy_kwh,
+        0.0                                                                     as unpowered_utilisation_gpu_hours
     from bill_hours as b
     left join machine_hours as mh on mh.machine = b.resource and mh.hour = b.hour
     where b.paid_gpu_hours - coalesce(mh.observed_gpu_hours, 0) > 1e-9
@@ -438,6 +463,7 @@ final as (
         coalesce(u.bill_team, k.team, r.team, '(untagged)')                     as team,
         coalesce(r.job_class, '(no job)')                                       as job_class,
         coalesce(u.bill_instance_type, k.instance_type, r.instance_type, '(unknown)')  as instance_type,
+        coalesce(u.bill_region, k.region)                                       as region,
         u.paid_gpu_hours,
         u.observed_gpu_hours,
         u.busy_gpu_hours,
@@ -450,7 +476,10 @@ final as (
         u.busy_utilisation_gpu_hours,
         u.busy_memory_gib_gpu_hours,
         u.busy_memory_share_gpu_hours,
-        u.peak_memory_share
+        u.peak_memory_share,
+        u.power_gpu_hours,
+        u.measured_energy_kwh,
+        u.unpowered_utilisation_gpu_hours
     from (select * from observed union all by name select * from unobserved) as u
     left join runs as r on r.job_id = u.job_id
     left join bill_keys as k on k.resource = u.resource_id

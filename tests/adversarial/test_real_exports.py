@@ -198,7 +198,7 @@ def test_an_nvidia_smi_capture_takes_its_host_from_its_folder_or_its_name(
     assert errors == []
     assert lines == [
         "h100-node-4-2024-03-15.csv, nvidia-smi.csv: nvidia_smi telemetry, 16 samples of 16 GPUs on 2 hosts, "
-        "2024-03-15 13:57 to 2024-03-15 13:57 UTC"
+        "2024-03-15 13:57 to 2024-03-15 13:57 UTC, power read on 16 of 16"
     ]
     assert [r.getMessage() for r in caplog.records if r.name.endswith("nvidia_smi")] == [
         "h100-node-4-2024-03-15.csv: host h100-node-4, named by its file name <host>-<date>.csv",

@@ -127,3 +127,163 @@ def test_a_mig_instance_without_a_profile_is_refused_naming_the_rule(
     outcome = load(settings, bad)
     assert "rule telemetry_mig_profile" in outcome.errors[0]
     assert "column GPU_I_PROFILE" in outcome.errors[0]
+
+
+# ------------------------------------------------------------------------------------ energy
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "telemetry"
+DAY0 = datetime(2026, 3, 1)
+
+
+def smi_rows(
+    gpu: str, values: list[float], watts: float | None, *, model: str, step_s: float = 60
+) -> list[dict]:
+    """One sample a minute of one GPU on host h1 (i-1): utilisation `values`, power `watts`."""
+    return [
+        {
+            "load_id": "L1",
+            "source_format": "nvidia_smi",
+            "source_file": "h1.nvidia-smi.csv",
+            "source_row": k + 1,
+            "host": "h1",
+            "gpu_id": gpu,
+            "gpu_index": 0,
+            "gpu_model": model,
+            "instance_id": "i-1",
+            "sampled_at": DAY0 + timedelta(seconds=step_s * k),
+            "utilisation_pct": v,
+            "memory_used_gib": 0.0,
+            "memory_total_gib": 80.0,
+            "power_w": watts,
+        }
+        for k, v in enumerate(values)
+    ]
+
+
+def hour_bill(gpus: int = 1, hours: int = 1) -> list[dict]:
+    """An AWS p5.48xlarge-like usage line per hour of i-1 in us-east-1, $8 a GPU-hour."""
+    return [
+        {
+            "load_id": "B1",
+            "source_file": "bill.csv",
+            "source_row": h + 1,
+            "source_format": "focus",
+            "billing_account_id": "111",
+            "billing_currency": "USD",
+            "billing_period_start": datetime(2026, 3, 1),
+            "billing_period_end": datetime(2026, 4, 1),
+            "charge_period_start": DAY0 + timedelta(hours=h),
+            "charge_period_end": DAY0 + timedelta(hours=h + 1),
+            "charge_category": "Usage",
+            "billed_cost": 8.0 * gpus,
+            "effective_cost": 8.0 * gpus,
+            "resource_id": "i-1",
+            "region_id": "us-east-1",
+            "x_gpu_count": gpus,
+            "x_usage_hours": 1.0,
+            "x_instance_type": "p5.48xlarge",
+            "tags": {"team": "nlp"},
+        }
+        for h in range(hours)
+    ]
+
+
+def test_an_idle_gpu_at_70_w_for_an_hour_is_0_07_kwh_not_zero(warehouse) -> None:
+    from athanor.reference import gpus as catalog
+    from athanor.warehouse import insert_rows
+
+    # 60 samples a minute apart at 0 % and 70 W: one idle hour, 70 W x 1 h = 0.07 kWh, all measured.
+    insert_rows(warehouse, "gpu_samples", smi_rows("g0", [0.0] * 60, 70.0, model="NVIDIA H100 80GB HBM3"))
+    insert_rows(warehouse, "billing_facts", hour_bill())
+    rows = gpu_usage.hourly(warehouse, DAY0, DAY0 + timedelta(days=1), IdleRule())
+    assert rows["idle_gpu_hours"].sum() == pytest.approx(1.0)
+    assert rows["measured_energy_kwh"].sum() == pytest.approx(0.07)
+    assert rows["modelled_energy_kwh"].sum() == pytest.approx(0.0)
+    assert rows["energy_kwh"].sum() == pytest.approx(0.07)
+    # Carbon: 0.07 kWh x AWS's PUE x us-east-1's grid intensity, from the reference files.
+    grid = catalog.grid_intensity("aws", "us-east-1").gco2e_per_kwh
+    assert rows["kgco2e"].sum() == pytest.approx(0.07 * catalog.pue("aws") * grid / 1000)
+    total = gpu_usage.energy_figures(warehouse, rows).iloc[0]
+    assert total["measured_share"] == pytest.approx(1.0)
+
+
+def test_without_power_an_idle_gpu_is_modelled_at_its_idle_watts_and_a_busy_one_on_the_curve(
+    warehouse,
+) -> None:
+    from athanor.reference import power
+    from athanor.warehouse import insert_rows
+
+    # No power column: g0 idle at 0 % for an hour, g1 at 50 % for an hour (H100: 71.4 W idle, 700 W
+    # max, from gpu_power.csv). g0: 71.4 W x 1 h = 0.0714 kWh; g1: (71.4 + 628.6 x 0.5) W = 0.3857 kWh.
+    # A third paid GPU-hour of the 8-GPU... here a 3-GPU line: one GPU-hour unobserved, at idle: 0.0714.
+    insert_rows(
+        warehouse,
+        "gpu_samples",
+        smi_rows("g0", [0.0] * 60, None, model="NVIDIA H100 80GB HBM3")
+        + smi_rows("g1", [50.0] * 60, None, model="NVIDIA H100 80GB HBM3"),
+    )
+    insert_rows(warehouse, "billing_facts", hour_bill(gpus=3))
+    rows = gpu_usage.hourly(warehouse, DAY0, DAY0 + timedelta(days=1), IdleRule())
+    curve = power.curve("H100-80GB")
+    assert (curve.idle_w, curve.max_w) == (71.4, 700.0)
+    by_gpu = rows.groupby(rows["gpu_id"].fillna("(unobserved)"))["modelled_energy_kwh"].sum().to_dict()
+    assert by_gpu == {
+        "g0": pytest.approx(0.0714),
+        "g1": pytest.approx((71.4 + (700 - 71.4) * 0.5) / 1000),
+        "(unobserved)": pytest.approx(0.0714),
+    }
+    assert rows["measured_energy_kwh"].sum() == 0.0
+    assert set(rows["power_model"]) == {"H100-80GB"}
+    assert gpu_usage.energy_figures(warehouse, rows).iloc[0]["measured_share"] == 0.0
+
+
+def test_a_gpu_without_a_power_curve_has_unknown_energy_not_zero(warehouse) -> None:
+    from athanor.warehouse import insert_rows
+
+    insert_rows(warehouse, "gpu_samples", smi_rows("g0", [0.0] * 60, None, model="Mystery Accelerator 9000"))
+    rows = gpu_usage.hourly(warehouse, DAY0, DAY0 + timedelta(days=1), IdleRule())
+    assert rows["energy_kwh"].isna().all()
+    assert gpu_usage.energy_figures(warehouse, rows).iloc[0]["unknown_gpu_hours"] == pytest.approx(1.0)
+
+
+def test_the_real_h100_and_t4_captures_load_with_their_power(settings: Settings) -> None:
+    # microsoft/VirtualClient captures (MIT, tests/fixtures/telemetry/SOURCES.md): the H100's
+    # power.draw.average wins over its instant reading; the T4's average is [N/A], so its
+    # power.draw.instant (9.31 W) is read.
+    outcome = load(settings, FIXTURES / "h100-node", FIXTURES / "t4-node")
+    assert outcome.errors == []
+    assert [line.rsplit(", ", 1)[-1] for line in outcome.lines] == [
+        "power read on 8 of 8",
+        "power read on 1 of 1",
+    ]
+    con = connect(settings.warehouse)
+    try:
+        got = con.execute(
+            "select host, gpu_index, gpu_model, utilisation_pct, power_w from gpu_samples order by host, gpu_index"
+        ).fetchall()
+    finally:
+        con.close()
+    averages = [70.89, 71.71, 70.78, 72.17, 70.89, 71.71, 70.78, 72.17]
+    assert got == [("h100-node", i, "NVIDIA H100 80GB HBM3", 0.0, w) for i, w in enumerate(averages)] + [
+        ("t4-node", 0, "Tesla T4", 2.0, 9.31)
+    ]
+
+
+def test_the_report_states_the_measured_share_per_team_and_class(warehouse) -> None:
+    from athanor.publish.gpu_usage_section import load_gpu_usage
+    from athanor.warehouse import insert_rows
+
+    # g0 measured at 70 W for an hour (0.07 kWh); g1 without power at 0 %: H100 idle, 0.0714 kWh.
+    insert_rows(
+        warehouse,
+        "gpu_samples",
+        smi_rows("g0", [0.0] * 60, 70.0, model="NVIDIA H100 80GB HBM3")
+        + smi_rows("g1", [0.0] * 60, None, model="NVIDIA H100 80GB HBM3"),
+    )
+    insert_rows(warehouse, "billing_facts", hour_bill(gpus=2))
+    gpu_usage.measure_gpus(warehouse, "run-1", date(2026, 3, 1), IdleRule())
+    section = load_gpu_usage(warehouse, date(2026, 3, 1), date(2026, 3, 2))
+    assert section.energy["energy_kwh"] == pytest.approx(0.1414)
+    assert section.energy["measured_share"] == pytest.approx(0.07 / 0.1414)
+    assert [(r["team"], r["energy_kwh"]) for r in section.energy_by_team] == [("nlp", pytest.approx(0.1414))]
+    assert [r["job_class"] for r in section.energy_by_class] == ["(no job)"]

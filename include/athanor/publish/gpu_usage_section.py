@@ -1,5 +1,6 @@
 """The report's "GPU utilisation" section: busy, idle and unobserved GPU-hours of the report's period,
-the idle cost by team, a day-by-hour heat map of busy share, and the idle and underused GPUs.
+the idle cost by team, a day-by-hour heat map of busy share, the idle and underused GPUs, and the
+GPUs' energy (which share measured, which modelled) and carbon per team and workload class.
 
 Everything is read from `gpu_usage_hourly` (written by the nightly `measure_gpus` stage) over the
 report's 30-day period and summed by `sql/marts/gpu_usage_groups.sql`, so each figure is a
@@ -50,6 +51,10 @@ class GpuUsage:
     unpriced_idle_gpu_hours: float
     rule: str
     teams: list[str] = field(default_factory=list)
+    # Energy and carbon (sql/marts/gpu_energy_groups.sql): the totals, per team, per workload class.
+    energy: dict[str, Any] = field(default_factory=dict)
+    energy_by_team: list[dict[str, Any]] = field(default_factory=list)
+    energy_by_class: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def has_data(self) -> bool:
@@ -102,6 +107,15 @@ def load_gpu_usage(con: duckdb.DuckDBPyConnection, start: date, end: date) -> Gp
         f"select any_value(idle_below_pct), any_value(idle_minutes), any_value(sample_cap_s) from {hours}",
         window,
     ).fetchone()
+    energy = [
+        [
+            {k: (_float(v) if k not in ("scope", "team", "job_class") else v) for k, v in r.items()}
+            for r in con.execute(sql("marts/gpu_energy_groups", group_columns=by, rows=hours), window)
+            .df()
+            .to_dict("records")
+        ]
+        for by in ("'all' as scope", "team", "job_class")
+    ]
     # Measured from the first day with telemetry (measure_gpus): the period may start before it.
     first = con.execute(f"select min(day) from {hours}", window).fetchone()[0]
     if first is not None:
@@ -147,6 +161,9 @@ def load_gpu_usage(con: duckdb.DuckDBPyConnection, start: date, end: date) -> Gp
         unpriced_idle_gpu_hours=float(t.get("unpriced_idle_gpu_hours") or 0.0),
         rule=words,
         teams=sorted(idle_cost),
+        energy=energy[0][0] if energy[0] else {},
+        energy_by_team=sorted(energy[1], key=lambda r: -(r["energy_kwh"] or 0)),
+        energy_by_class=sorted(energy[2], key=lambda r: -(r["energy_kwh"] or 0)),
     )
 
 

@@ -88,6 +88,13 @@ HOURLY_COLUMNS = (
     "busy_memory_gib_gpu_hours",
     "busy_memory_share_gpu_hours",
     "peak_memory_share",
+    "region",
+    "power_gpu_hours",
+    "measured_energy_kwh",
+    "modelled_energy_kwh",
+    "energy_kwh",
+    "power_model",
+    "kgco2e",
 )
 
 
@@ -162,7 +169,87 @@ def hourly(
     """The GPU usage rows (gpu_usage_hourly's columns but the settings) of [window_start, window_end)."""
     query = sql("marts/gpu_usage_hourly", job_class=job_class_expression(con))
     params = {"window_start": window_start, "window_end": window_end, **rule.params()}
-    return con.execute(query, params).df()
+    return with_energy(con.execute(query, params).df())
+
+
+# Below this many GPU-hours a row has nothing to model (float noise of subtracted hours).
+_EPSILON_H = 1e-9
+
+
+def _grid(instance_type: str | None, region: str | None) -> float | None:
+    """kg CO2e per kWh at the GPU: PUE x grid intensity of the region, for the instance's provider
+    (else the one provider whose grid file names the region); None without a region on file."""
+    from athanor.reference import gpus as catalog
+
+    if not region:
+        return None
+    spec = catalog.gpu_instance(instance_type) if instance_type else None
+    providers = (
+        [spec.provider] if spec else [p for p in catalog.PROVIDERS if catalog.grid_intensity(p, region)]
+    )
+    if len(providers) != 1:
+        return None
+    grid = catalog.grid_intensity(providers[0], region)
+    return None if grid is None else catalog.pue(providers[0]) * grid.gco2e_per_kwh / 1000
+
+
+def with_energy(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows with their energy and carbon: measured_energy_kwh (from the mart: sampled power x
+    the time each sample counts), modelled_energy_kwh where no power was sampled (the GPU model's
+    curve, athanor.reference.power: observed time without power at its utilisation, unobserved
+    paid GPU-hours at idle power), energy_kwh, power_model and kgco2e (x PUE x grid intensity)."""
+    from athanor.reference import power
+
+    out = rows.copy()
+    if out.empty:
+        for column in ("modelled_energy_kwh", "energy_kwh", "power_model", "kgco2e"):
+            out[column] = pd.Series(dtype="object" if column == "power_model" else "float64")
+        return out
+    unpowered = (out["observed_gpu_hours"] - out["power_gpu_hours"]).clip(lower=0.0)
+    idle_hours = unpowered + out["unobserved_gpu_hours"]
+    needs = idle_hours > _EPSILON_H
+    keys = (
+        out[["gpu_model", "instance_type"]]
+        .astype(object)
+        .where(out[["gpu_model", "instance_type"]].notna(), None)
+    )
+    models = {
+        k: power.model_of(k[0], None if k[1] in (None, "(unknown)") else k[1])
+        for k in set(map(tuple, keys.values))
+    }
+    model = pd.Series([models[tuple(k)] for k in keys.values], index=out.index, dtype=object)
+    curves = {m: power.curve(m) for m in set(model.dropna())}
+    idle_w = model.map(lambda m: curves[m].idle_w if curves.get(m) else float("nan")).astype(float)
+    max_w = model.map(lambda m: curves[m].max_w if curves.get(m) else float("nan")).astype(float)
+    modelled = (idle_w * idle_hours + (max_w - idle_w) * out["unpowered_utilisation_gpu_hours"]) / 1000
+    out["modelled_energy_kwh"] = modelled.where(needs, 0.0)  # NaN (unknown), never 0, without a curve
+    out["energy_kwh"] = out["measured_energy_kwh"] + out["modelled_energy_kwh"]
+    out["power_model"] = model.where(needs & idle_w.notna(), None)
+    places = {k: _grid(k[0], k[1]) for k in set(zip(out["instance_type"], out["region"], strict=True))}
+    factor = pd.Series(
+        [places[k] for k in zip(out["instance_type"], out["region"], strict=True)],
+        index=out.index,
+        dtype=float,
+    )
+    out["kgco2e"] = out["energy_kwh"] * factor
+    return out
+
+
+def energy_figures(
+    con: duckdb.DuckDBPyConnection, rows: pd.DataFrame | str, by: Sequence[str] = ()
+) -> pd.DataFrame:
+    """Energy and carbon of `rows` (a frame shaped as gpu_usage_hourly, or a table name) per `by`
+    columns, one row of totals without (sql/marts/gpu_energy_groups.sql): kWh measured and
+    modelled, the measured share, kg CO2e, and the GPU-hours of GPUs without a power curve."""
+    relation = rows if isinstance(rows, str) else "gpu_energy_rows"
+    if not isinstance(rows, str):
+        con.register("gpu_energy_rows", rows)
+    try:
+        columns = ", ".join(by) if by else "'all' as scope"
+        return con.execute(sql("marts/gpu_energy_groups", group_columns=columns, rows=relation)).df()
+    finally:
+        if not isinstance(rows, str):
+            con.unregister("gpu_energy_rows")
 
 
 def groups(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame | str, by: Sequence[str] = ()) -> pd.DataFrame:
@@ -496,6 +583,18 @@ def measure_gpus(con: duckdb.DuckDBPyConnection, run_id: str, as_of: date, rule:
         written = store_hourly(con, rows, start, end, rule, run_id)
         store_recommendations(con, run_id, as_of, USAGE_KINDS, recs)
     figures = summary(con, rows)
+    energy = energy_figures(con, rows).iloc[0] if not rows.empty else None
+    if energy is not None:
+        logger.info(
+            "measure_gpus: energy %.1f kWh, %.1f %% from measured power (%.1f kWh), %.1f kWh modelled from "
+            "utilisation-to-power curves; %.1f kg CO2e; %.1f GPU-hours of GPUs without a power curve left out",
+            energy["energy_kwh"],
+            100 * (energy["measured_share"] if pd.notna(energy["measured_share"]) else 0.0),
+            energy["measured_energy_kwh"],
+            energy["modelled_energy_kwh"],
+            energy["kgco2e"],
+            energy["unknown_gpu_hours"],
+        )
     logger.info(
         "measure_gpus: read %d GPU samples of %s..%s (from the first day with samples); wrote %d gpu_usage_hourly rows and %d recommendations "
         "(%d idle_gpu, %d underused_gpu); %s GPU-hours, %s idle, %s unobserved, idle cost $%s",

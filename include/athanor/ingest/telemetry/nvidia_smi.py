@@ -10,6 +10,16 @@ any other field order, extra fields (index, temperature.gpu, ...) and the `nohea
 - `csv,nounits`: the same header, bare values;
 - `csv,noheader[,nounits]`: no header: the fields must be the documented query's, in its order.
 
+Power: `power.draw`, `power.draw.average` and `power.draw.instant` are read (drivers from 530 on
+print the last two; a file may carry all three). One sample's power is, in this order:
+`power.draw.average` (the board's mean over the last second, on Ampere and newer), `power.draw`
+(that same one-second mean on Ampere and newer, an instantaneous reading on older GPUs), then
+`power.draw.instant`. Why the average first: a sample stands for the whole interval until the
+next one, and an instant reading catches one moment of a load that swings within a second (on
+A100 and H100 the sensor sees about a quarter of the time, arXiv 2312.02741), so the one-second
+mean is the better estimate of the interval's power. A bracketed value (`[N/A]`, T4s print it
+for the average) falls through to the next field.
+
 A value nvidia-smi cannot give is `[N/A]`, `[Not Supported]`, `[Unknown Error]`,
 `[Insufficient Permissions]`, `[GPU is lost]`...: any bracketed text is a missing value. A
 value that is neither a number (with the field's own unit, if any) nor bracketed refuses the
@@ -58,7 +68,14 @@ QUERY_FIELDS = (
     "power.draw",
 )
 # Field -> the unit nvidia-smi writes after its values (and in the header's brackets).
-UNITS = {"utilization.gpu": "%", "memory.used": "MiB", "memory.total": "MiB", "power.draw": "W"}
+UNITS = {
+    "utilization.gpu": "%",
+    "memory.used": "MiB",
+    "memory.total": "MiB",
+    "power.draw": "W",
+    "power.draw.average": "W",
+    "power.draw.instant": "W",
+}
 REQUIRED = ("timestamp", "utilization.gpu")
 FILE_NAME = re.compile(r"^(?P<host>.+?)\.nvidia-smi(?:\..*)?\.csv(?:\.gz)?$", re.IGNORECASE)
 # nvidia-smi*.csv in a folder named for its host.
@@ -262,7 +279,8 @@ def _parsed(by_field: dict[str, str]) -> dict[str, str]:
         "instance_id": parsed("instance_id", _text, "varchar"),
     }
     named = {"utilization.gpu": "utilisation_pct", "memory.used": "memory_used_mib"}
-    named |= {"memory.total": "memory_total_mib", "power.draw": "power_w"}
+    named |= {"memory.total": "memory_total_mib", "power.draw": "power_draw_w"}
+    named |= {"power.draw.average": "power_average_w", "power.draw.instant": "power_instant_w"}
     for field, name in named.items():
         out[name] = parsed(field, lambda c, unit=UNITS[field]: _number(c, unit), "double")
     out[_bad("timestamp")] = f"case when {_timestamp(ts)} is null then coalesce({ts}, '(empty)') end"
