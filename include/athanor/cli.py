@@ -252,12 +252,48 @@ def _cmd_gpu_plan(args: argparse.Namespace, settings: Settings) -> int:
 def _cmd_gpu_catalog(args: argparse.Namespace, settings: Settings) -> int:
     from athanor.reference import gpus
 
+    if args.refresh:
+        return _refresh_catalog(args)
     records = gpus.catalog_records()
     if args.format == "json":
         print(json.dumps(records, indent=2, default=_json_default))
     else:
         columns = list(records[0]) if records else []
         print(format_rows(columns, [tuple(r.values()) for r in records], "table"))
+    return 0
+
+
+def _refresh_catalog(args: argparse.Namespace) -> int:
+    """`gpu-catalog --refresh`: prices from the three price APIs (or recorded answers), what changed."""
+    import os
+
+    from athanor.reference import refresh
+
+    providers = [p.strip() for p in (args.provider or ",".join(refresh.PROVIDERS)).split(",") if p.strip()]
+    unknown = [p for p in providers if p not in refresh.PROVIDERS]
+    if unknown:
+        print(
+            f"error: --provider {unknown[0]!r} is not one of {', '.join(refresh.PROVIDERS)}", file=sys.stderr
+        )
+        return 2
+    key = os.environ.get(refresh.GCP_KEY_VARIABLE) or None
+    if args.recorded:
+        fetch: refresh.Fetcher = refresh.RecordedFetcher(Path(args.recorded))
+    else:
+        fetch = refresh.network_fetcher(gcp_api_key=key)
+        if "gcp" in providers and key is None and args.provider is None:
+            # Asked for everything, GCP without its key: the others still refresh.
+            providers.remove("gcp")
+            print(
+                f"note: GCP skipped: its Cloud Billing Catalog API needs an API key ({refresh.GCP_KEY_VARIABLE})"
+            )
+    try:
+        result = refresh.refresh(fetch, on=datetime.now(UTC).date(), providers=providers)
+    except refresh.FetchError as e:
+        print(f"error: {e}; the catalogue is unchanged", file=sys.stderr)
+        return 1
+    for line in result.lines():
+        print(line)
     return 0
 
 
@@ -822,6 +858,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("gpu-catalog", help="GPU instance types with their figures and $/TFLOPS-day")
     p.add_argument("--format", choices=["table", "json"], default="table")
+    p.add_argument(
+        "--refresh",
+        action="store_true",
+        help="read the prices again from the AWS Price List, Azure Retail Prices and GCP Cloud Billing "
+        "Catalog APIs, write them to $ATHANOR_CATALOGUE (default $ATHANOR_HOME/catalogue) and print what changed",
+    )
+    p.add_argument(
+        "--provider", help="with --refresh: comma-separated providers to ask (default: aws,azure,gcp)"
+    )
+    p.add_argument("--recorded", help="with --refresh: replay the API answers recorded in this folder")
     p.set_defaults(func=_cmd_gpu_catalog)
 
     p = sub.add_parser("gpu-usage", help="busy, idle and unobserved GPU-hours and the cost of idle ones")
