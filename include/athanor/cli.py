@@ -396,6 +396,9 @@ def _cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     day = as_of or cfg.end_date
     demo_storage.generate_storage(out, cfg, as_of)  # the buckets and volumes the bill charges
     write_telemetry(out, cfg, as_of)  # the GPUs' utilisation, of the instances the bill charges
+    from athanor.demo.cluster import write_cluster
+
+    write_cluster(out, cfg, as_of)  # the shared Slurm cluster: untagged bill, sacct, instance listings
     from athanor.demo.budgets import write_budgets
 
     budgets = write_budgets(settings.home)  # outside the landing folder: it is no delivery

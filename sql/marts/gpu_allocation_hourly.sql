@@ -109,8 +109,13 @@ cluster_machines as (
     select distinct resource_id from held
 ),
 
+-- A machine's name: the one its jobs knew it by, else the first the node map has.
 node_names as (
-    select instance_id as resource_id, min(node) as node from node_map group by instance_id
+    select resource_id, coalesce(min(h.node), min(n.node)) as node
+    from cluster_machines
+    left join (select resource_id, node from held) as h using (resource_id)
+    left join (select instance_id as resource_id, node from node_map) as n using (resource_id)
+    group by resource_id
 ),
 
 owners as (
