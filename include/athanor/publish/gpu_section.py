@@ -15,6 +15,7 @@ import duckdb
 from markupsafe import Markup
 
 from athanor.publish import charts
+from athanor.reference.gpus import PriceAge
 from athanor.warehouse import sql
 
 # Frontier charts drawn: the classes the plan moves, the biggest saving first.
@@ -128,6 +129,13 @@ def load_gpu_plan(con: duckdb.DuckDBPyConnection, as_of: date, run_id: str) -> l
     columns = [d[0] for d in cur.description or []]
     rows = [dict(zip(columns, r, strict=True)) for r in cur.fetchall()]
     return [GpuPlanRow(**{**r, "frontier": _frontier(r["frontier"])}) for r in rows]
+
+
+def price_age(as_of: date) -> PriceAge:
+    """How old the catalogue's GPU prices are on the report's day ('prices as of ..., N days old')."""
+    from athanor.reference import gpus
+
+    return gpus.price_age(as_of)
 
 
 def unit_cost_chart() -> Markup | None:

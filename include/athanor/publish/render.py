@@ -445,6 +445,7 @@ def render_html(data: ReportData) -> str:
             duration_charts=durations,
             storage_chart=storage_chart(data),
             gpu_unit_cost_chart=gpu_section.unit_cost_chart(),
+            gpu_price_age=gpu_section.price_age(data.as_of),
             gpu_frontiers=gpu_section.frontier_charts(data.gpu_plan),
             dq_status=dq_status(data),
             dq_rows=dq_rows,

@@ -535,6 +535,12 @@ class PriceAge:
     def days_old(self) -> int | None:
         return None if self.oldest is None else (self.on - self.oldest).days
 
+    def headline(self) -> str:
+        """'prices as of 2026-06-01, 188 days old': the oldest row's date and its age."""
+        if self.oldest is None:
+            return "prices undated"
+        return f"prices as of {self.oldest.isoformat()}, {self.days_old} days old"
+
     def sentence(self) -> str:
         """'prices as of 2026-06-01, 188 days old (...)' as the report and the CLI print it."""
         if self.oldest is None:
