@@ -171,10 +171,14 @@ def test_an_azure_reservation_held_is_netted_as_an_aws_one_is(
     assert step["monthly_savings"] == pytest.approx(round(p_od * 0.35 * MONTH, 2), abs=0.01)
 
 
-def _gcp_export(path: Path, machines: int) -> Path:
+CUD = "projects/ml-train/regions/us-central1/commitments/a100-1y"
+
+
+def _gcp_export(path: Path, machines: int, covered: int = 0) -> Path:
     """A GCP billing export: each a2-highgpu-8g machine-hour in us-central1 as Google bills it,
     its 8 A100 GPUs (23.471264 $), 96 vCPUs (3.034656 $) and 680 GiB (2.881160 $) on three lines:
-    29.38708 $ an hour, the catalogue's rate."""
+    29.38708 $ an hour, the catalogue's rate. The first `covered` machines are under a
+    resource-based commitment: each line credited back in full (COMMITTED_USAGE_DISCOUNT)."""
     skus = [
         ("Nvidia Tesla A100 GPU running in Americas", 8 * 3600, "seconds", 23.471264),
         ("A2 Instance Core running in Americas", 96 * 3600, "seconds", 3.034656),
@@ -194,7 +198,10 @@ def _gcp_export(path: Path, machines: int) -> Path:
                         "usage_end_time": end.strftime("%Y-%m-%d %H:%M:%S UTC"),
                         "labels": [],
                         "system_labels": [{"key": "compute.googleapis.com/machine_spec", "value": "a2-highgpu-8g"}],
-                        "credits": [],
+                        "credits": [
+                            {"name": "Committed use discount: A2", "full_name": "Committed use discount: A2",
+                             "id": CUD, "type": "COMMITTED_USAGE_DISCOUNT", "amount": -cost}
+                        ] if m < covered else [],
                         "cost_type": "regular",
                         "service": {"id": "6F81-5844-456A", "description": "Compute Engine"},
                         "sku": {"id": description[:12], "description": description},
@@ -317,3 +324,29 @@ def test_each_cloud_gets_its_own_savings_plan_and_gcp_none() -> None:
     assert provider_offers.savings_plan_action("aws", 14.4) == "Buy a compute savings plan of $14.400/hour"
     # One plan in the fleet keeps the scope AWS fleets always had.
     assert provider_offers.savings_plan_scopes(["aws"]) == {"aws": "all pools"}
+
+
+def test_a_gcp_committed_use_discount_held_is_netted(
+    warehouse, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same two machines, the first under a resource-based commitment its credits show: the
+    # GPU line credited in full covers that machine's hours, so 1 machine is held and 1 more bought.
+    _rates(
+        tmp_path,
+        monkeypatch,
+        "gcp,a2-highgpu-8g,us-central1,gcp_cud,12,no_upfront,18.513656,29.387080,fixture,2025-03-06\n",
+    )
+    p_od = float(instance("a2-highgpu-8g").on_demand_usd_per_h)
+    ingest_billing(warehouse, [_gcp_export(tmp_path / "gcp-2026-11.jsonl", 2, covered=1)], as_of=AS_OF)
+    start, end = datetime(2026, 11, 1), datetime(2026, 12, 1)
+    assert nightly.commitments_held(warehouse, start, end) == {
+        "a2-highgpu/us-central1": [(pytest.approx(1.0), nightly.HOURS_PER_YEAR)]
+    }
+    (step,) = [s for s in _steps(warehouse) if s["kind"] == "reserved_instances"]
+    assert step["units"] == 1.0
+    assert step["action"].startswith(
+        "Buy a GCP committed use discount (resource-based, 1-year, billed monthly) in us-central1 for 1 more"
+    )
+    # The one machine left on demand: p_od x (1 - 0.63) x 730 = 7,937.60 a month at 29.38708 $/h.
+    ratio = 18.513656 / 29.387080
+    assert step["monthly_savings"] == pytest.approx(round(p_od * (1 - ratio) * MONTH, 2), abs=0.01)
