@@ -23,7 +23,8 @@ with lines as (
         x_gpu_count                                                              as gpus,
         x_usage_hours                                                            as usage_hours,
         effective_cost,
-        tags
+        tags,
+        commitment_discount_status
     from billing_facts
     where billing_currency = 'USD'
       and charge_category = 'Usage'
@@ -46,7 +47,9 @@ machine_hours as (
         )                                                                        as billed_gpu_seconds,
         sum(effective_cost)                                                      as hour_cost_usd,
         max(tags['job_id'])                                                      as tag_job,
-        max(tags['team'])                                                        as tag_team
+        max(tags['team'])                                                        as tag_team,
+        -- A reservation's unused hours: GPU capacity paid for that nothing ran on.
+        bool_and(coalesce(commitment_discount_status = 'Unused', false))          as unused_commitment
     from lines
     group by resource_id, hour
 ),
@@ -102,17 +105,42 @@ held_hours as (
     group by resource_id, hour
 ),
 
--- Machines of a scheduler's cluster: a job reached them, or the node map knows them.
-cluster_machines as (
-    select distinct instance_id as resource_id from node_map
-    union
+-- How each machine-hour is shared: a reservation's unused hours are idle (of no node, the pool's);
+-- held by a scheduler job -> by GPU-seconds; else the bill's
+-- job_id tag; else a cluster node's idle hour (a node some job held at any time, or one a
+-- describe-instances listing or the bill's node tag names whose line has no team tag); else the
+-- bill's team tag; else nobody's. The telemetry alone makes no machine a cluster node: it also
+-- names the tagged fleet's hosts.
+ever_held as (
     select distinct resource_id from held
+),
+
+listed as (
+    select distinct instance_id as resource_id from node_map where source <> 'telemetry'
+),
+
+classified as (
+    select
+        m.*,
+        hh.held_gpu_seconds,
+        case
+            when m.unused_commitment then 'idle'
+            when hh.resource_id is not null then 'split'
+            when m.tag_job is not null then 'tagged'
+            when e.resource_id is not null or (l.resource_id is not null and m.tag_team is null) then 'idle'
+            when m.tag_team is not null then 'team_tagged'
+            else 'unattributed'
+        end                                                                      as mode
+    from machine_hours as m
+    left join held_hours as hh using (resource_id, hour)
+    left join ever_held as e using (resource_id)
+    left join listed as l using (resource_id)
 ),
 
 -- A machine's name: the one its jobs knew it by, else the first the node map has.
 node_names as (
     select resource_id, coalesce(min(h.node), min(n.node)) as node
-    from cluster_machines
+    from (select resource_id from ever_held union select resource_id from listed)
     left join (select resource_id, node from held) as h using (resource_id)
     left join (select instance_id as resource_id, node from node_map) as n using (resource_id)
     group by resource_id
@@ -126,32 +154,24 @@ owners as (
 ),
 
 holders as (
-    select
-        m.resource_id, m.hour, h.node, 'job' as kind, h.job_id, h.source as job_source, h.team,
-        h.gpu_seconds
+    select h.resource_id, h.hour, h.node, 'job' as kind, h.job_id, h.source as job_source, h.team, h.gpu_seconds
     from held as h
-    join machine_hours as m using (resource_id, hour)
     union all
     -- The paid GPU-seconds no job held: idle, the machine's team's where it has one.
     select
-        m.resource_id, m.hour, n.node, 'idle', null, null, coalesce(m.tag_team, o.team),
-        m.billed_gpu_seconds - coalesce(hh.held_gpu_seconds, 0)
-    from machine_hours as m
-    join cluster_machines as cm using (resource_id)
-    left join held_hours as hh using (resource_id, hour)
+        c.resource_id, c.hour, n.node, 'idle', null, null, coalesce(c.tag_team, o.team),
+        c.billed_gpu_seconds - coalesce(c.held_gpu_seconds, 0)
+    from classified as c
     left join node_names as n using (resource_id)
     left join owners as o using (resource_id)
-    where m.billed_gpu_seconds - coalesce(hh.held_gpu_seconds, 0) > 0 or hh.resource_id is null
+    where (c.mode = 'split' and c.billed_gpu_seconds - c.held_gpu_seconds > 0) or c.mode = 'idle'
     union all
-    -- Not a cluster machine: the bill's tags, as before the allocation existed.
+    -- No scheduler job and no cluster node: the bill's tags, as before the allocation existed.
     select
-        m.resource_id, m.hour, null,
-        case when m.tag_job is not null then 'tagged' when m.tag_team is not null then 'team_tagged'
-             else 'unattributed' end,
-        m.tag_job, case when m.tag_job is not null then 'bill_tag' end, m.tag_team,
-        m.billed_gpu_seconds
-    from machine_hours as m
-    anti join cluster_machines as cm using (resource_id)
+        c.resource_id, c.hour, null, c.mode, c.tag_job, case when c.mode = 'tagged' then 'bill_tag' end,
+        c.tag_team, c.billed_gpu_seconds
+    from classified as c
+    where c.mode in ('tagged', 'team_tagged', 'unattributed')
 ),
 
 shares as (

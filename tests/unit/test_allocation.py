@@ -94,6 +94,7 @@ def bill_lines(
             "x_usage_hours": 1.0,
             "x_instance_type": kind,
             "tags": tags or {},
+            "commitment_discount_status": None,
         }
         for h in range(hours)
     ]
@@ -221,3 +222,46 @@ def test_allocation_command_prints_the_issue_shape(settings, cluster, capsys) ->
     assert main(["allocation", "--warehouse", path, "--since", "2026-11-04"]) == 0
     table = capsys.readouterr().out
     assert "billed $0.00 = allocated $0.00 + idle $0.00 + nobody's $0.00" in table
+
+
+def test_tagged_machines_keep_their_tags_and_unused_reservations_are_idle(warehouse) -> None:
+    # A fleet machine the telemetry names (host and instance) with a job_id tag, another with only
+    # a team tag, and a reservation's unused hour: no scheduler job, so the tags decide, and the
+    # unused hour is the pool's idle time. The telemetry alone makes no machine a cluster node.
+    unused = bill_lines("ri-unused-1", "p4d.24xlarge", 8, "19.66", 1)
+    unused[0]["commitment_discount_status"] = "Unused"
+    insert_rows(
+        warehouse,
+        "billing_facts",
+        bill_lines("i-0ddddddddddddddd1", "p4d.24xlarge", 8, "32.77", 1, {"team": "nlp", "job_id": "j-1"})
+        + bill_lines("i-0ddddddddddddddd2", "p4d.24xlarge", 8, "32.77", 1, {"team": "cv"})
+        + unused,
+    )
+    insert_rows(
+        warehouse,
+        "gpu_samples",
+        [
+            {
+                "load_id": "T1",
+                "source_file": "t.csv",
+                "source_row": 1,
+                "source_format": "nvidia_smi",
+                "host": "node-7",
+                "gpu_id": "GPU-1",
+                "gpu_index": 0,
+                "instance_id": "i-0ddddddddddddddd1",
+                "sampled_at": T0,
+                "utilisation_pct": 50.0,
+            }
+        ],
+    )
+    allocate_gpus(warehouse, "r1")
+    rows = warehouse.execute(
+        "select resource_id, kind, job_id, team, pool, cost_cents_usd from gpu_allocation_hourly order by 1"
+    ).fetchall()
+    assert rows == [
+        ("i-0ddddddddddddddd1", "tagged", "j-1", "nlp", "p4d.24xlarge", Decimal("32.77")),
+        ("i-0ddddddddddddddd2", "team_tagged", None, "cv", "p4d.24xlarge", Decimal("32.77")),
+        ("ri-unused-1", "idle", None, None, "p4d.24xlarge", Decimal("19.66")),
+    ]
+    assert warehouse.execute("select node, source from node_map").fetchall() == [("node-7", "telemetry")]
