@@ -22,6 +22,7 @@ from athanor.publish.gpu_usage_section import GpuUsage, load_gpu_usage
 from athanor.publish.intake_section import Intake, load_intake
 from athanor.publish.queries import report_rows
 from athanor.publish.spend_watch_section import SpendWatch, load_spend_watch
+from athanor.publish.unit_economics_section import UnitEconomics, load_unit_economics
 from athanor.recommend.nightly import ALTERNATIVES, TOTALS
 from athanor.recommend.plan import document as plan_document
 
@@ -363,6 +364,7 @@ class ReportData:
     gpu_plan: list[GpuPlanRow] = field(default_factory=list)  # one row per workload class
     spend_watch: SpendWatch | None = None  # None: no spend watch tables in this warehouse
     gpu_usage: GpuUsage | None = None  # None: no gpu_usage_hourly table in this warehouse
+    unit_economics: UnitEconomics | None = None  # None: no unit_economics_weekly view in this warehouse
     intake: Intake | None = None  # what the night loaded and held back (None: not read)
     # The run's plan (athanor.recommend.plan.document): what `athanor plan` prints; None: none composed.
     plan: dict[str, Any] | None = None
@@ -461,6 +463,11 @@ def _json(text: str | None) -> Any:
 
 def _float(value: Any) -> float | None:
     return None if value is None else float(value)
+
+
+def _has_view(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    found = con.execute("select count(*) from duckdb_views() where view_name = ?", [name]).fetchone()
+    return bool(found and found[0])
 
 
 def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
@@ -612,6 +619,10 @@ def load_report_data(con: duckdb.DuckDBPyConnection, as_of: date, run_id: str) -
         spend_watch=load_spend_watch(con, as_of, run_id, daily),
         gpu_usage=load_gpu_usage(con, w.period_start, w.period_end)
         if _has_table(con, "gpu_usage_hourly")
+        else None,
+        # The trend needs weeks before the period: the 90 days of the GPU plan's window.
+        unit_economics=load_unit_economics(con, as_of - timedelta(days=90), as_of + timedelta(days=1))
+        if _has_view(con, "unit_economics_weekly")
         else None,
         intake=load_intake(con),
         plan=plan_document(con, run_id) if _has_table(con, "plan_steps") else None,

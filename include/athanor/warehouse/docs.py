@@ -112,6 +112,19 @@ from latest_recommendations
 order by estimated_monthly_savings_amount desc nulls last""",
     ),
     Example(
+        "Cost per run, per GPU-hour used and per million samples, per model and week",
+        """select
+    week,
+    model,
+    sum(costed_runs) as runs,
+    sum(cost_usd) / nullif(sum(costed_runs), 0) as usd_per_run,
+    sum(cost_usd) / nullif(sum(gpu_hours), 0) as usd_per_gpu_hour,
+    sum(cost_of_sampled_runs_usd) / nullif(sum(samples) / 1e6, 0) as usd_per_million_samples
+from unit_economics_weekly
+group by week, model
+order by model, week""",
+    ),
+    Example(
         "Data-quality failures of the last 7 days",
         """select checked_at, suite, rule, column_name, severity, unexpected_count, examples
 from dq_results
