@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from athanor.model.demand import ClassDurations, class_durations
-from athanor.recommend import attribution, mix, plan, spot
+from athanor.recommend import attribution, mix, plan, provider_offers, spot
 from athanor.recommend.backtest import backtest, backtest_synthetic_scenarios
 from athanor.recommend.commitments import CommitPlan, best_plan, commitment_cost, existing_profile, plan_terms
 from athanor.reference import BUCKET_MONTHLY_FRACTION, HOURS_PER_MONTH, HOURS_PER_YEAR, instance, spot_advice
@@ -292,6 +292,9 @@ def recommend_purchases(
         spot_phase_policy=a.spot_phase_policy,
         max_term_months_by_pool={p: t.max_term_months for p, t in steps.terms.items() if t.max_term_months},
     )
+    # Each cloud's own commitments: a savings plan covers its cloud's pools only (none for GCP's).
+    providers = provider_offers.pool_providers(window["pool"].unique(), ref["instance_type"].to_dict())
+    prices = provider_offers.by_cloud(prices, providers)
     rec = mix.recommend_mix(
         window,
         classes,
@@ -324,7 +327,7 @@ def recommend_purchases(
             [run_id, start.date(), end.date()],
         ).fetchall()
     }
-    commitments = commitment_facts(rec, steps, a, prices, existing, flagged, rate_labels)
+    commitments = commitment_facts(rec, steps, a, prices, existing, flagged, rate_labels, providers)
     summary["explanation"] = one_baseline(mix.explain(rec), rec)
     used = {
         **a.to_dict(),
@@ -342,6 +345,7 @@ def recommend_purchases(
         "region over the planning window (source 'bill'), else the catalogue's ('catalogue'), else "
         "0.4x on-demand ('assumed')",
         "interruption_history_days": INTERRUPTION_HISTORY_DAYS,
+        "provider_by_pool": providers,
         "commitment_rates_by_pool": {
             p: {str(t): w for t, w in terms.items()} for p, terms in rate_labels.items()
         },
@@ -480,11 +484,18 @@ def commitment_facts(
     existing: dict[str, list[tuple[float, float]]],
     flagged: set[date],
     rate_labels: Mapping[str, Mapping[int, str]] | None = None,
+    providers: Mapping[str, str] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """What each recommended commitment commits to: units, term, the total payable over the term,
     break-even utilisation and month, expected utilisation, its saving if demand falls 20 % and if
     the plan's moves are not made (hour by hour on the pool's committable demand), and the units the
-    same rule buys when the days the spend watch flagged are left out of the window."""
+    same rule buys when the days the spend watch flagged are left out of the window.
+
+    Each names its cloud's offer (`providers`: pool -> aws | azure | gcp; athanor.recommend.
+    provider_offers): a pool's units are Reserved Instances, an Azure reservation or a GCP
+    resource-based committed use discount; a savings plan is per cloud, scoped as the
+    attribution scopes it."""
+    providers = providers or {}
     out: dict[str, dict[str, Any]] = {}
     month = HOURS_PER_MONTH / len(steps.adjusted.after_moves)
     days = pd.DatetimeIndex(steps.adjusted.after_moves.index).date
@@ -537,23 +548,40 @@ def commitment_facts(
             "rates": (rate_labels or {}).get(p.pool, {}).get(c.term_months)
             or assumed_rate_label(a, c.term_months),
             "evidence": "the bill's hourly demand of the pool after the idle stops and moves, less spot's share",
+            **_offer_fields(providers.get(p.pool, "aws"), unit=True),
+            "instance_type": provider_offers.reference_type(p.pool.split("/")[0]),
         }
-    if rec.savings_plan is not None and rec.hourly_commitment > 0:
-        sp = rec.savings_plan
-        out["all pools"] = {
+    hourly = rec.hourly_by_plan
+    scopes = provider_offers.savings_plan_scopes(hourly)
+    for group, commitment in hourly.items():
+        sp = rec.savings_plans.get(group, rec.savings_plan)
+        name = provider_offers.offers_of(group).savings_plan_name if group != "all" else "savings plan"
+        out[scopes[group]] = {
             "units": None,
-            "hourly_commitment": rec.hourly_commitment,
+            "hourly_commitment": commitment,
             "term_months": 12,
-            "commitment_usd": round(rec.hourly_commitment * HOURS_PER_MONTH * 12, 2),
+            "commitment_usd": round(commitment * HOURS_PER_MONTH * 12, 2),
             "break_even_utilization": round(1.0 - a.savings_plan_discount, 4),
-            "break_even_month": 1 if (sp.savings or 0) > 0 else None,
+            "break_even_month": 1 if sp is not None and (sp.savings or 0) > 0 else None,
             "expected_utilization": getattr(sp, "utilization", None),
             "term_rule": "1 year: the savings plan's term",
             "rates": f"{a.savings_plan_discount:.0%} off on-demand: an assumed discount (setting "
-            "ATHANOR_SAVINGS_PLAN_DISCOUNT), not a published rate",
+            "ATHANOR_SAVINGS_PLAN_DISCOUNT), not a published rate"
+            + ("" if group in ("aws", "all") else f", applied to the {name}"),
             "evidence": "the bill's hourly demand after the idle stops, moves and reservations",
+            **_offer_fields("aws" if group == "all" else group, unit=False),
         }
     return out
+
+
+def _offer_fields(provider: str, *, unit: bool) -> dict[str, Any]:
+    """The cloud and its name for a commitment (athanor.recommend.provider_offers)."""
+    words = provider_offers.offers_of(provider)
+    return {
+        "provider": provider,
+        "offer": words.unit_offer if unit else words.savings_plan_offer,
+        "offer_name": words.unit_name if unit else words.savings_plan_name,
+    }
 
 
 def spot_rates_billed(
@@ -831,13 +859,21 @@ def _store_mix(
     for p in rec.pools:
         if p.plan.commit_units <= 0:
             continue
-        term = "3-year" if p.plan.term_months == 36 else "1-year"
+        fact = facts.get(p.pool, {})
         rows.append(
             (
                 "reserved_instances",
                 p.pool,
-                f"Reserve {p.plan.commit_units:g} more {p.pool.split('/')[0]} units ({term}, "
-                f"{p.plan.payment_option.replace('_', ' ')}) in {p.pool.split('/')[-1]}: "
+                provider_offers.unit_action(
+                    fact.get("provider", "aws"),
+                    p.pool,
+                    p.plan.commit_units,
+                    fact.get("instance_type"),
+                    p.gpus_per_unit,
+                    p.plan.term_months,
+                    p.plan.payment_option,
+                )
+                + ": "
                 + mix.utilisation_words(p.plan),
                 p.plan.commit_units,
                 None,
@@ -855,18 +891,21 @@ def _store_mix(
                 {**p.to_dict(), "commitment": facts.get(p.pool, {})},
             )
         )
-    if rec.savings_plan is not None and rec.hourly_commitment > 0:
-        sp = rec.savings_plan.to_dict()
+    scopes = provider_offers.savings_plan_scopes(rec.hourly_by_plan)
+    for group, hourly in rec.hourly_by_plan.items():
+        found = rec.savings_plans.get(group, rec.savings_plan)
+        sp = {} if found is None else found.to_dict()
+        scope = scopes[group]
         rows.append(
             (
                 "savings_plan",
-                "all pools",
-                f"Buy a compute savings plan of ${rec.hourly_commitment:,.3f}/hour",
+                scope,
+                provider_offers.savings_plan_action(facts.get(scope, {}).get("provider", "aws"), hourly),
                 None,
-                rec.hourly_commitment,
+                hourly,
                 12,
                 0.0,
-                rec.hourly_commitment * HOURS_PER_MONTH,
+                hourly * HOURS_PER_MONTH,
                 sp.get("expected_cost"),
                 sp.get("on_demand_cost"),
                 sp.get("savings"),
@@ -875,7 +914,7 @@ def _store_mix(
                 sp.get("coverage"),
                 None,  # nothing paid upfront: no break-even
                 "commitment outlives demand if it falls",
-                {**sp, "commitment": facts.get("all pools", {})},
+                {**sp, "commitment": facts.get(scope, {})},
             )
         )
     spot_classes = [j for j in rec.job_classes if j.uses_spot]
