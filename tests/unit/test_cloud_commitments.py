@@ -95,6 +95,13 @@ def _steps(con) -> list[dict]:
     return plan.document(con, "r1")["steps"]
 
 
+def _explanation(con) -> str:
+    (detail,) = con.execute(
+        "select detail from recommendations where run_id = 'r1' and kind = 'mix'"
+    ).fetchone()
+    return json.loads(detail)["explanation"]
+
+
 def test_an_azure_focus_bill_of_steady_nd_a100_v4_yields_an_azure_reservation_step(
     warehouse, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -140,8 +147,13 @@ def test_an_azure_focus_bill_of_steady_nd_a100_v4_yields_an_azure_reservation_st
     assert step["commitment_usd"] == pytest.approx(round(2 * 0.65 * p_od * MONTH * 12, 2), abs=0.01)
     assert step["break_even_utilization"] == pytest.approx(0.65)
     assert step["saving_if_demand_falls_20pct"] == pytest.approx(round(0.3 * p_od * MONTH, 2), abs=0.01)
-    # Nothing is left for a savings plan; no AWS words anywhere.
+    # Nothing is left for a savings plan; no AWS words anywhere, the mix's explanation included.
     assert "Reserve" not in step["action"] and "units" not in step["action"]
+    explanation = _explanation(warehouse)
+    assert explanation.startswith(
+        "Buy an Azure reservation (1-year, billed monthly) for 2 more Standard_ND96asr_v4 VMs in eastus, "
+    )
+    assert "Commit to" not in explanation and "savings plan" not in explanation
 
 
 def test_an_azure_reservation_held_is_netted_as_an_aws_one_is(
@@ -252,6 +264,7 @@ def test_a_gcp_bill_of_steady_a2_highgpu_usage_yields_a_committed_use_step(
         "published rate, fixture, 2025-03-06: gcp_cud 12-month no_upfront $18.5137/h"
     )
     assert step["break_even_utilization"] == pytest.approx(round(ratio, 4))
+    assert _explanation(warehouse).startswith("Buy a GCP committed use discount (resource-based, 1-year")
     # If demand falls 20 %: 1.6 machines an hour against 2 committed, 1.6 p_od - 2 x 0.63 p_od.
     assert step["saving_if_demand_falls_20pct"] == pytest.approx(
         round((1.6 - 2 * ratio) * p_od * MONTH, 2), abs=0.01

@@ -1009,21 +1009,40 @@ def utilisation_words(plan: CommitPlan) -> str:
     return text
 
 
-def explain(rec: MixRecommendation) -> str:
-    """A few plain sentences a finance reader can act on."""
+def explain(
+    rec: MixRecommendation,
+    pool_words: Mapping[str, str] | None = None,
+    plan_words: Mapping[str, str] | None = None,
+) -> str:
+    """A few plain sentences a finance reader can act on.
+
+    ``pool_words``: a pool's purchase in its cloud's words (athanor.recommend.provider_offers:
+    'Buy an Azure reservation (1-year, billed monthly) for 2 more Standard_ND96asr_v4 VMs in
+    eastus'), in place of 'Commit to N <family> units for a term'; ``plan_words``: each savings
+    plan's name by group ('Azure savings plan for compute'), where the fleet buys more than one."""
     parts = []
     buys = [p for p in rec.pools if p.plan.commit_units > 0]
     for p in buys:
         name = p.pool.split("/")[0]
-        parts.append(
+        words = (pool_words or {}).get(p.pool) or (
             f"Commit to {p.plan.commit_units:g} {name} unit{'s' if p.plan.commit_units != 1 else ''} "
-            f"for {_term_words(p.plan.term_months)} ({p.plan.payment_option.replace('_', ' ')}), "
-            + utilisation_words(p.plan)
-            + "."
+            f"for {_term_words(p.plan.term_months)} ({p.plan.payment_option.replace('_', ' ')})"
         )
+        parts.append(f"{words}, " + utilisation_words(p.plan) + ".")
     if not buys:
         parts.append("Buy no new commitments: demand is too uneven (or already covered) for them to pay.")
-    if rec.hourly_commitment > 0:
+    plans = rec.hourly_by_plan
+    if len(plans) > 1 or (plans and plan_words and next(iter(plans)) in plan_words):
+        parts.append(
+            "Add "
+            + " and ".join(
+                f"{'an' if (plan_words or {}).get(g, 'savings plan')[0] in 'AEIOU' else 'a'} "
+                f"{(plan_words or {}).get(g, 'savings plan')} of ${h:,.3f} per hour"
+                for g, h in plans.items()
+            )
+            + " for the remaining steady use."
+        )
+    elif rec.hourly_commitment > 0:
         parts.append(
             f"Add a savings plan of ${rec.hourly_commitment:,.3f} per hour for the remaining steady use."
         )

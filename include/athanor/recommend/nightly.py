@@ -328,7 +328,9 @@ def recommend_purchases(
         ).fetchall()
     }
     commitments = commitment_facts(rec, steps, a, prices, existing, flagged, rate_labels, providers)
-    summary["explanation"] = one_baseline(mix.explain(rec), rec)
+    # In each cloud's words: an Azure reservation, a GCP committed use discount (AWS's unchanged).
+    words = provider_offers.explain_words(rec, commitments)
+    summary["explanation"] = one_baseline(mix.explain(rec, *words), rec)
     used = {
         **a.to_dict(),
         **rec.assumptions,

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from athanor.recommend.mix import MixPrices
+from athanor.recommend.mix import MixPrices, MixRecommendation
 from athanor.reference import instances
 
 
@@ -160,3 +160,31 @@ def reference_type(family: str) -> str | None:
     """A family's pool unit: its largest size in the catalogue (as ref_instance_families picks it)."""
     sizes = [t for t in instances.instance_types() if t.instance_family == family]
     return max(sizes, key=lambda t: t.normalization_factor).instance_type if sizes else None
+
+
+def explain_words(
+    rec: MixRecommendation, facts: Mapping[str, Mapping[str, object]]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """What `mix.explain` says in a cloud's words instead of AWS's, for the pools and savings plans
+    of the other clouds (AWS keeps the words it always had): pool -> its purchase, group -> its
+    savings plan's name. `facts`: `nightly.commitment_facts`, by pool."""
+    pool_words = {}
+    for p in rec.pools:
+        provider = str(facts.get(p.pool, {}).get("provider", "aws"))
+        if p.plan.commit_units > 0 and provider != "aws":
+            itype = facts.get(p.pool, {}).get("instance_type")
+            pool_words[p.pool] = unit_action(
+                provider,
+                p.pool,
+                p.plan.commit_units,
+                str(itype) if itype else None,
+                p.gpus_per_unit,
+                p.plan.term_months,
+                p.plan.payment_option,
+            )
+    plan_words = {
+        g: name
+        for g in rec.hourly_by_plan
+        if g not in ("aws", "all") and (name := offers_of(g).savings_plan_name)
+    }
+    return pool_words, plan_words
