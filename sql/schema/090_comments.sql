@@ -206,6 +206,9 @@ comment on column gpu_plan.benchmark_first is 'True when the saving changes sign
 comment on column gpu_plan.counted is 'True when the plan counts the move: it moves, saves, and is not benchmark_first.';
 comment on column gpu_plan.gpu_window_min is 'Fewest GPUs a configuration was considered with: half the fewest the class ran on (GPUs^alpha is not extrapolated beyond 2x).';
 comment on column gpu_plan.gpu_window_max is 'Most GPUs a configuration was considered with: twice the most the class ran on.';
+comment on column gpu_plan.data_transfer_gib is 'A move to another region: the GiB of data it copies along (the largest latest checkpoint of the class''s runs in the storage inventory); null when its size is unknown or the plan does not move the class across regions.';
+comment on column gpu_plan.data_transfer_usd is 'The one-off price of that copy at the provider''s published inter-region rate (reference/data/egress.csv); null when not priced.';
+comment on column gpu_plan.data_transfer_note is 'What the copy is and what it costs, or ''data transfer not priced'' and why; null for a move within one region.';
 comment on table plan_steps is 'The plan for the GPU fleet, in the order to act: idle capacity, GPU moves, spot, commitments, storage, then what is listed apart and not counted (athanor plan prints the latest). Grain: one row per step per optimize run. Money in USD per 730-hour month.';
 comment on column plan_steps.run_id is 'The optimize run that composed the plan.';
 comment on column plan_steps.as_of is 'The day the run was for.';

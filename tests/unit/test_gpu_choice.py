@@ -117,6 +117,7 @@ def test_eight_gpu_class_moves_to_four_with_slack_1_5_and_stays_with_slack_1_2()
         "benchmark_first": False,
         "counted": True,
         "gpu_window": [2.0, 16.0],
+        "data_transfer": None,  # both types in region r1: nothing to copy
     }
     assert move.reason.startswith("move to 1 x gpu.4x")
     assert move.purchase == gpu_choice.PHASE_PURCHASE["tune"]

@@ -81,6 +81,7 @@ EVIDENCE = {
     "benchmark_first": False,
     "counted": True,
     "gpu_window": [4.0, 32.0],
+    "data_transfer": None,  # p4d and g6e.12xlarge are both priced in us-east-1: no copy
 }
 
 

@@ -55,7 +55,7 @@ from athanor.model.performance import (
     memory_requirement,
 )
 from athanor.recommend.phases import PHASE_DEFAULTS, purchase_words
-from athanor.reference import benchmarks
+from athanor.reference import benchmarks, egress
 from athanor.reference import gpus as catalog
 from athanor.reference.vocabulary import HOURS_PER_MONTH, JOB_PHASES
 
@@ -202,6 +202,61 @@ class ClassInput:
     model: str | None = None  # the model name of most runs: what a benchmark family matches
     observations: tuple[Observation, ...] = ()  # every run's throughput, with its GPU model
     gpu_counts: tuple[int, ...] = ()  # the GPU counts its runs used (n^alpha is trusted near them)
+    job_ids: tuple[str, ...] = ()  # its runs, to find its data (checkpoints) by run id
+    # The data a move to another region takes along (GiB), and what it is; None: size unknown.
+    data_gib: float | None = None
+    data_basis: str | None = None
+
+
+@dataclass(frozen=True)
+class DataTransfer:
+    """The one-off copy of a class's data that its move to another region implies."""
+
+    source_region: str
+    target_region: str
+    gib: float | None  # None: the class's data size is unknown
+    usd: float | None  # None: not priced (size unknown, or a move to another cloud)
+    note: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "from": self.source_region,
+            "to": self.target_region,
+            "gib": None if self.gib is None else round(self.gib, 3),
+            "usd": None if self.usd is None else round(self.usd, 2),
+            "note": self.note,
+        }
+
+
+def data_transfer(cls: ClassInput, cur: Candidate, rec: Candidate) -> DataTransfer | None:
+    """What moving ``cls`` from ``cur``'s region to ``rec``'s costs in data transfer, once; None
+    for a move within one region."""
+    if cur.provider == rec.provider and cur.region == rec.region:
+        return None
+    where = f"{cur.provider} {cur.region} to {rec.provider} {rec.region}"
+    if cls.data_gib is None:
+        return DataTransfer(
+            cur.region, rec.region, None, None,
+            f"cross-region move ({where}): data transfer not priced (the class's data size is unknown)",
+        )  # fmt: skip
+    if cur.provider != rec.provider:
+        return DataTransfer(
+            cur.region, rec.region, cls.data_gib, None,
+            f"cross-cloud move ({where}): data transfer not priced ({cls.data_gib:,.1f} GiB, {cls.data_basis}; "
+            "internet egress is not in the catalogue)",
+        )  # fmt: skip
+    rate = egress.inter_region_rate(cur.provider)
+    if rate is None:
+        return DataTransfer(
+            cur.region, rec.region, cls.data_gib, None,
+            f"cross-region move ({where}): data transfer not priced (no published {cur.provider} rate)",
+        )  # fmt: skip
+    usd = cls.data_gib * float(rate.usd_per_gb)
+    return DataTransfer(
+        cur.region, rec.region, cls.data_gib, usd,
+        f"cross-region move ({where}): copying its data, {cls.data_gib:,.1f} GiB ({cls.data_basis}), costs "
+        f"${usd:,.2f} once at {rate.label()}",
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -227,6 +282,9 @@ class ClassPlan:
     monthly_savings_high_usd: float | None = None  # at speedup.high
     benchmark_first: bool = False  # the saving changes sign within the speed-up's range
     gpu_window: tuple[float, float] | None = None  # GPU counts offered: 2x beyond those observed
+    # A move to another region (or cloud): the one-off copy of the class's data, where its size is
+    # known; the note says what was priced, or that the transfer was not.
+    data_transfer: DataTransfer | None = None
     # Types left out as destinations because they are not sold on demand, where one of them would
     # otherwise have been recommended (it fits, finishes in time and costs less per run).
     not_on_demand: tuple[str, ...] = ()
@@ -282,6 +340,7 @@ class ClassPlan:
             "benchmark_first": self.benchmark_first,
             "counted": self.counted,
             "gpu_window": None if self.gpu_window is None else list(self.gpu_window),
+            "data_transfer": None if self.data_transfer is None else self.data_transfer.to_json(),
         }
 
 
@@ -525,6 +584,10 @@ def plan_class(
         and min(at_low, at_high) < -_TOLERANCE
         and max(at_low, at_high) > _TOLERANCE,
         gpu_window=window,
+        data_transfer=None
+        if recommended is None
+        or not (recommended.candidate != cur or recommended.instance_count != cls.current_instance_count)
+        else data_transfer(cls, cur, recommended.candidate),
         # Named only where one would have been chosen: it fits, in time, and costs less.
         not_on_demand=tuple(
             sorted(
@@ -616,6 +679,8 @@ def _reason(p: ClassPlan, cls: ClassInput, slack: float, ignore_deadline: bool) 
             f"lower carbon at no extra cost: {p.greener.label}, "
             f"{_pct(p.greener.kgco2e_per_run or 0, rec.kgco2e_per_run or 0)} CO2e"
         )
+    if p.data_transfer is not None:
+        parts.append(p.data_transfer.note)
     if p.not_on_demand:
         parts.append(
             "cheaper but not offered, as not sold on demand (spot, capacity blocks or flex-start only): "
@@ -845,6 +910,7 @@ def class_inputs(
                 model=Counter(models).most_common(1)[0][0] if models else None,
                 observations=tuple(observations),
                 gpu_counts=tuple(sorted({int(n) for n in g["gpus"]})),
+                job_ids=tuple(str(j) for j in g["job_id"] if isinstance(j, str) and j),
             )
         )
     return classes, skipped

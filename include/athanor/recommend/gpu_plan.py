@@ -21,7 +21,8 @@ import pandas as pd
 
 from athanor.recommend import gpu_choice, gpu_usage
 from athanor.recommend.nightly import Recommendation, store_recommendations
-from athanor.warehouse import insert_rows, transaction
+from athanor.reference.egress import BYTES_PER_GB
+from athanor.warehouse import insert_rows, sql, transaction
 
 GPU_KINDS = ("gpu_choice",)
 # The runs a plan reads: those that started in the 90 days up to the end of as_of.
@@ -55,6 +56,32 @@ def read_job_runs(con: duckdb.DuckDBPyConnection, as_of: date | None = None) -> 
     return con.execute(
         f"select {', '.join(JOB_RUN_COLUMNS)} from job_runs where {where} order by start_time, job_id", params
     ).df()
+
+
+def class_data(
+    con: duckdb.DuckDBPyConnection, classes: Sequence[gpu_choice.ClassInput]
+) -> list[gpu_choice.ClassInput]:
+    """Each class with the size of the data a move to another region takes along: the largest
+    latest checkpoint among its runs (storage inventory run ids matched to job ids). A class whose
+    runs have no checkpoint in the inventory keeps an unknown size (its move's transfer unpriced)."""
+    latest = con.execute(sql("marts/latest_checkpoints")).fetchall()
+    by_run = {str(run): (int(step), int(size or 0)) for run, step, size, _ in latest}
+    out = []
+    for c in classes:
+        found = [(by_run[j][1], by_run[j][0], j) for j in c.job_ids if j in by_run]
+        if not found:
+            out.append(c)
+            continue
+        size, step, run = max(found)
+        out.append(
+            replace(
+                c,
+                data_gib=size / BYTES_PER_GB,
+                data_basis=f"the latest checkpoint of run {run}, step {step}, the largest of "
+                f"{len(found)} run{'s' if len(found) != 1 else ''} with checkpoints",
+            )
+        )
+    return out
 
 
 def runs_from_files(paths: Sequence[Path]) -> tuple[pd.DataFrame, list[str]]:
@@ -151,6 +178,9 @@ def plan_rows(
                 "counted": p.counted,
                 "gpu_window_min": None if p.gpu_window is None else p.gpu_window[0],
                 "gpu_window_max": None if p.gpu_window is None else p.gpu_window[1],
+                "data_transfer_gib": None if p.data_transfer is None else p.data_transfer.gib,
+                "data_transfer_usd": None if p.data_transfer is None else _money(p.data_transfer.usd),
+                "data_transfer_note": None if p.data_transfer is None else p.data_transfer.note,
             }
         )
     return rows
@@ -215,6 +245,7 @@ def recommendations(
                         else {**p.speedup.to_json(), "note": p.speedup.note},
                         "break_even_speedup": p.break_even_speedup,
                         "benchmark_first": p.benchmark_first,
+                        "data_transfer": None if p.data_transfer is None else p.data_transfer.to_json(),
                     }
                 ),
                 detail=json.dumps({**p.to_json(), "frontier": [_option(o) for o in p.frontier]}),
@@ -238,6 +269,8 @@ def recommend_gpus(
     end = datetime.combine(as_of + timedelta(days=1), datetime.min.time())
     measured = gpu_usage.class_utilisation(con, end - timedelta(days=PLAN_WINDOW_DAYS), end)
     formed = [replace(c, utilisation=measured[c.job_class]) if c.job_class in measured else c for c in formed]
+    # The checkpoints a cross-region move copies along (storage inventory), where the runs have any.
+    formed = class_data(con, formed)
     plans = gpu_choice.plan_classes(formed, deadline_slack=deadline_slack, team_budgets=team_budgets)
     classes = {c.job_class: c for c in formed}
     recs = recommendations(plans, classes, deadline_slack)
