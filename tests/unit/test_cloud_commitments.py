@@ -363,3 +363,38 @@ def test_a_gcp_committed_use_discount_held_is_netted(
     # The one machine left on demand: p_od x (1 - 0.63) x 730 = 7,937.60 a month at 29.38708 $/h.
     ratio = 18.513656 / 29.387080
     assert step["monthly_savings"] == pytest.approx(round(p_od * (1 - ratio) * MONTH, 2), abs=0.01)
+
+
+def test_the_report_names_another_clouds_commitment_in_its_words() -> None:
+    from tests.unit.test_report_savings import _rec
+
+    azure = _rec(
+        "reserved_instances",
+        "NDasr_A100_v4/eastus",
+        1.0,
+        {"commitment": {"provider": "azure", "offer_name": "Azure reservation"}},
+    )
+    gcp = _rec(
+        "reserved_instances",
+        "a2-highgpu/us-central1",
+        1.0,
+        {"commitment": {"provider": "gcp", "offer_name": "GCP committed use discount (resource-based)"}},
+    )
+    aws = _rec(
+        "reserved_instances",
+        "p4d/us-east-1",
+        1.0,
+        {"commitment": {"provider": "aws", "offer_name": "Reserved Instances"}},
+    )
+    plan_row = _rec(
+        "savings_plan",
+        "all Azure pools",
+        1.0,
+        {"commitment": {"provider": "azure", "offer_name": "Azure savings plan for compute"}},
+    )
+    assert [r.label for r in (azure, gcp, aws, plan_row)] == [
+        "Azure reservation",
+        "GCP committed use discount (resource-based)",
+        "Reserved instances",  # AWS's label as it always was
+        "Azure savings plan for compute",
+    ]

@@ -172,7 +172,13 @@ class Recommendation:
 
     @property
     def label(self) -> str:
-        """The kind in words: 'Reserved instances', 'EBS clean-up'."""
+        """The kind in words: 'Reserved instances', 'EBS clean-up'; another cloud's commitment in
+        its own ('Azure reservation', 'GCP committed use discount (resource-based)')."""
+        commitment = self._detail("commitment")
+        if isinstance(commitment, dict) and commitment.get("provider") not in (None, "aws"):
+            name = commitment.get("offer_name")
+            if name:
+                return str(name)[0].upper() + str(name)[1:]
         return KIND_LABELS.get(self.kind, self.kind.replace("_", " ").capitalize())
 
 
