@@ -446,3 +446,60 @@ def test_restated_telemetry_replaces_its_spans_in_the_lake_as_in_the_file(
         "select cast(sampled_at as date)::varchar, count(*) from gpu_samples group by 1 order by 1"
     ).fetchall() == [("2026-11-03", 6), ("2026-11-04", 6)]
     con.close()
+
+
+def test_a_load_reads_only_the_files_of_its_partitions_and_charge_hours(
+    local_lake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One delivery of October and November (load A: two data files, one per partition), and
+    # account B's November. Restating A's November reads the two November files (A's, which it
+    # replaces, and B's, whose charge hours it shares), not October's; A keeps its October, so
+    # it stays 'loaded' until October is restated too.
+    con = local_lake
+    read: list[int] = []
+    narrow = lake.narrow_to_load
+    monkeypatch.setattr(lake, "narrow_to_load", lambda *a: read.append(narrow(*a)) or read[-1])
+    both = focus_rows("acct", "2026-10", ["1.00", "2.00"]) + focus_rows("acct", "2026-11", ["4.00"])
+    first = ingest_billing(con, [write(tmp_path / "v1/both.csv", both)])
+    other = ingest_billing(con, [write(tmp_path / "v1/b.csv", focus_rows("acct-b", "2026-11", ["5.00"]))])
+    november = ingest_billing(con, [write(tmp_path / "v2/nov.csv", focus_rows("acct", "2026-11", ["4.50"]))])
+    # Nothing in the lake; B's load: A's November (same charge hours); A's November restated:
+    # A's November file and B's.
+    assert read == [0, 1, 2]
+    assert november.replaced_rows == 1
+    status = dict(con.execute("select load_id, status from loads").fetchall())
+    assert status == {first.load_id: "loaded", other.load_id: "loaded", november.load_id: "loaded"}
+    october = ingest_billing(con, [write(tmp_path / "v2/oct.csv", focus_rows("acct", "2026-10", ["1.50"]))])
+    assert read[-1] == 1 and october.replaced_rows == 2
+    status = dict(con.execute("select load_id, status from loads").fetchall())
+    assert status[first.load_id] == "replaced" and status[other.load_id] == "loaded"
+    # After each commit the view reads the whole table again.
+    assert con.execute(
+        "select billing_account_id, strftime(billing_period_start, '%Y-%m'), sum(billed_cost) "
+        "from billing_facts group by all order by all"
+    ).fetchall() == [
+        ("acct", "2026-10", D("1.50")),
+        ("acct", "2026-11", D("4.50")),
+        ("acct-b", "2026-11", D("5.00")),
+    ]
+
+
+def test_the_replaced_condition_names_the_loads_keys_as_literals(tmp_path: Path) -> None:
+    # What the view leaves out, and the count of what a load replaces: constants DuckDB pushes
+    # into the scan of the data files, not a semi-join against the staged rows.
+    con = connect(tmp_path / "w.duckdb", memory_limit="512MB")
+    staged = lake.staging(con, "billing_facts")
+    con.execute(
+        f"""insert into {staged} (load_id, source_file, source_row, source_format, billing_account_id,
+               billing_currency, billing_period_start, billing_period_end, charge_period_start,
+               charge_period_end, charge_category, billed_cost, effective_cost)
+            select 'L', 'f', i, 'focus', account, 'USD', period, period + interval 1 month, period,
+                   period + interval 1 hour, 'Usage', 1, 1
+            from (values (1, 'a''1', timestamp '2026-11-01'), (2, 'a''1', timestamp '2026-11-01'),
+                         (3, 'b', timestamp '2026-10-01')) t(i, account, period)"""
+    )
+    assert lake._replaced_condition(con, "billing_facts", "L") == (
+        '(lake_rows."billing_account_id", lake_rows."billing_period_start") in '
+        "(('a''1', timestamp '2026-11-01T00:00:00'), ('b', timestamp '2026-10-01T00:00:00'))"
+    )
+    con.close()

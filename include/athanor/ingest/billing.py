@@ -701,6 +701,10 @@ def ingest_billing(
             file_totals = {file.name: _stage_file(con, file, fmt, params, limits) for file in files}
         if not any(totals.rows for totals in file_totals.values()):
             raise _NothingToLoad(LoadResult(load_id, names, fmt.name, "empty", 0))
+        if lake.attached(con):
+            # The load's reads of the lake (its rules, what it replaces) need only the files of
+            # its partitions and charge hours: literal filters, planned by pyiceberg.
+            lake.narrow_to_load(con, "billing_facts", load_id)
         landed = _landed(con, load_id, fmt)
         for file in files:
             if any(group.bad_periods for group in landed if group.file == file.name):
@@ -774,9 +778,13 @@ def _replace_restated(con: duckdb.DuckDBPyConnection, load_id: str) -> int:
     """
     if lake.attached(con):
         replaced = lake.replaced_rows(con, "billing_facts", load_id)
+        emptied = lake.emptied_loads(con, "billing_facts", load_id) if replaced else []
         lake.hide_replaced(con, "billing_facts", load_id)
-    else:
-        replaced = con.execute(sql("ingest/delete_restated"), {"load_id": load_id}).fetchone()[0]
+        if emptied:
+            # The view holds only this load's partitions now: the emptied loads, from the lake.
+            mark_replaced(con, emptied)
+        return int(replaced)
+    replaced = con.execute(sql("ingest/delete_restated"), {"load_id": load_id}).fetchone()[0]
     if replaced:
         # Deliveries whose every row was restated away stay in the ledger as history.
         mark_replaced(con)

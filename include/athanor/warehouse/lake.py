@@ -31,7 +31,8 @@ import time
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
+from decimal import Decimal
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +57,18 @@ class LakeTable:
     replaced_by: tuple[str, ...]
     # ...and, if set, only those between its first and last value of this column per key.
     span: str | None = None
+    # Inside a load, its reads of the lake (its quality rules, what it replaces) need the rows
+    # of the partitions it replaces and, if set, the rows whose value of this column falls
+    # between the load's first and last (a line billed twice across two partitions): the
+    # load's view holds only the data files that can have such rows (`narrow_to_load`).
+    nearby: str | None = None
+
+    @property
+    def whole_files(self) -> bool:
+        """Whether what one load replaces is whole data files: every key column an identity
+        partition and no span, so a file is either all replaced or untouched."""
+        identity = {column for column, transform in self.partition if transform == "identity"}
+        return self.span is None and set(self.replaced_by) <= identity
 
 
 # Each partition spec follows what one load replaces, so that a load rewrites few data files,
@@ -69,6 +82,9 @@ LAKE_TABLES: dict[str, LakeTable] = {
             ("billing_period_start", "identity"),
         ),
         ("billing_account_id", "billing_period_start"),
+        # sql/quality/line_item_not_already_loaded.sql compares with other partitions' lines
+        # of the same charge hours.
+        nearby="charge_period_start",
     ),
     # A job log replaces its jobs by (source, job_id), reported again when they finish: the
     # source prunes to one scheduler's files; the marts window jobs by start_time.
@@ -209,20 +225,34 @@ def table(cfg: LakeConfig, name: str, con: duckdb.DuckDBPyConnection | None = No
     return catalog(cfg).load_table(ident)
 
 
-def data_files(tbl: Table, snapshot_id: int | None = None) -> list[str]:
+def data_files(tbl: Table, snapshot_id: int | None = None, row_filter: Any = None) -> list[str]:
     """The data files of a snapshot (the current one by default), as bucket/key paths.
 
+    `row_filter` (a pyiceberg expression of literal values): only the files that can hold a
+    row it matches, as pyiceberg plans them from the manifests (partition values, then each
+    file's column bounds), without reading a data file.
     The tables are written copy-on-write only, so a snapshot is its data files: a delete file
     would mean another writer wrote this table merge-on-read, which these readers cannot apply.
     """
-    files = []
-    for task in tbl.scan(snapshot_id=snapshot_id).plan_files():
+    return list(_planned(tbl, snapshot_id, row_filter))
+
+
+def _planned(tbl: Table, snapshot_id: int | None, row_filter: Any = None) -> dict[str, int]:
+    """`data_files` with each file's row count (from the manifest): path -> rows."""
+    scan = (
+        tbl.scan(snapshot_id=snapshot_id)
+        if row_filter is None
+        else tbl.scan(snapshot_id=snapshot_id, row_filter=row_filter)
+    )
+    files = {}
+    for task in scan.plan_files():
         if task.delete_files:
             raise LakeError(
                 f"{'.'.join(tbl.name())} has delete files (merge-on-read); Athanor reads copy-on-write tables"
             )
-        files.append(task.file.file_path)
-    return [path.removeprefix("s3://").removeprefix("s3a://").removeprefix("file://") for path in files]
+        path = task.file.file_path.removeprefix("s3://").removeprefix("s3a://").removeprefix("file://")
+        files[path] = int(task.file.record_count)
+    return files
 
 
 def staging(con: duckdb.DuckDBPyConnection, name: str) -> str:
@@ -280,16 +310,8 @@ def attach(
 def _view(
     con: duckdb.DuckDBPyConnection, cfg: LakeConfig, name: str, tbl: Table, snapshot_id: int | None
 ) -> None:
-    import pyarrow.dataset as ds
-
     files = data_files(tbl, snapshot_id) if snapshot_id is not None else []
-    if files:
-        # The table's schema, not the files': a column added since a file was written reads as null.
-        schema = tbl.schema().as_arrow()
-        dataset = ds.dataset(files, filesystem=filesystem(cfg), format="parquet", schema=schema)
-        con.register(_ARROW_PREFIX + name, dataset)
-    elif _registered(con, name):
-        con.unregister(_ARROW_PREFIX + name)  # an earlier snapshot's files
+    _register(con, cfg, tbl, name, files, snapshot_id)
     _create_view(con, name, lake_rows=bool(files))
     logger.info(
         "lake table %s: snapshot %s, %d data file(s), read as view %s",
@@ -298,6 +320,97 @@ def _view(
         len(files),
         name,
     )
+
+
+# What each connection's view of a table reads, in a temp table of the connection: DuckDB
+# undoes it with the load's transaction, as it undoes the registration of the data files.
+_READING = "_lake_reading"
+
+
+def _register(
+    con: duckdb.DuckDBPyConnection,
+    cfg: LakeConfig,
+    tbl: Table,
+    name: str,
+    files: list[str],
+    snapshot_id: int | None = None,
+) -> None:
+    """`_lake_<name>` on `con`: a pyarrow dataset over `files` (none: no such view), the files
+    of snapshot `snapshot_id` (default: the snapshot read so far)."""
+    import pyarrow.dataset as ds
+
+    if snapshot_id is None:
+        snapshot_id = _reading(con, name)[0]
+    if files:
+        # The table's schema, not the files': a column added since a file was written reads as null.
+        schema = tbl.schema().as_arrow()
+        dataset = ds.dataset(files, filesystem=filesystem(cfg), format="parquet", schema=schema)
+        con.register(_ARROW_PREFIX + name, dataset)
+    elif _registered(con, name):
+        con.unregister(_ARROW_PREFIX + name)  # an earlier snapshot's files
+    con.execute(
+        f"create temp table if not exists {_READING} (table_name varchar, snapshot_id bigint, path varchar)"
+    )
+    con.execute(f"delete from {_READING} where table_name = ?", [name])
+    con.execute(
+        f"insert into {_READING} select ?, ?, unnest(?::varchar[])", [name, snapshot_id, files or [None]]
+    )
+
+
+def _reading(con: duckdb.DuckDBPyConnection, name: str) -> tuple[int | None, list[str]]:
+    """The snapshot and the data files `con`'s view of `name` reads (None, []: not attached)."""
+    try:
+        rows = con.execute(
+            f"select snapshot_id, path from {_READING} where table_name = ?", [name]
+        ).fetchall()
+    except duckdb.CatalogException:
+        return None, []
+    if not rows:
+        return None, []
+    return rows[0][0], [path for _, path in rows if path is not None]
+
+
+def narrow_to_load(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> int:
+    """Inside a load, once its rows are staged: the view of `name` reads only the data files
+    that can hold a row the load's own reads need (see `LakeTable.nearby`); how many.
+
+    Which files, pyiceberg plans from the manifests with the load's keys (and its range of
+    the nearby column) as literal values: a restated month reads that month's files, not the
+    table's history, where a semi-join against the staged rows (which DuckDB cannot push into
+    the Arrow scan) read every file. The commit (`commit_load`) reads the new snapshot whole
+    again; a load that fails gets the whole view back with its rollback (DuckDB undoes the
+    registration and `_lake_reading` with the transaction).
+    """
+    if not _registered(con, name):
+        return 0
+    cfg = config()
+    assert cfg is not None, "narrow_to_load in the file mode"
+    tbl = table(cfg, name)
+    snapshot_id, reading = _reading(con, name)
+    files = sorted(set(reading) & set(data_files(tbl, snapshot_id, _load_scope(con, name, load_id))))
+    _register(con, cfg, tbl, name, files)
+    _create_view(con, name, lake_rows=bool(files))
+    logger.info("lake table %s: load %s reads %d data file(s) of its partitions", name, load_id, len(files))
+    return len(files)
+
+
+def _load_scope(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> Any:
+    """pyiceberg's expression of what a load's reads need: its keys, or its nearby range."""
+    from pyiceberg.expressions import And, GreaterThanOrEqual, LessThanOrEqual, Or
+
+    scope = _replaced_filter(name, _replaced_keys(con, name, load_id))
+    nearby = LAKE_TABLES[name].nearby
+    if nearby is not None:
+        first, last = con.execute(
+            f"select min({_quoted(nearby)}), max({_quoted(nearby)}) from {staging(con, name)} where load_id = ?",
+            [load_id],
+        ).fetchall()[0]
+        if first is not None:
+            scope = Or(
+                scope,
+                And(GreaterThanOrEqual(nearby, _literal(first)), LessThanOrEqual(nearby, _literal(last))),
+            )
+    return scope
 
 
 def _create_view(
@@ -325,11 +438,16 @@ def _quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _replaced_condition(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> str:
-    """SQL true for a lake row (alias `lake_rows`) that load `load_id` replaces; the file mode's delete."""
+# Beyond this many keys (a job log of many jobs) the view's definition would be megabytes of
+# literals: the condition is a semi-join against the staged rows instead.
+MAX_LITERAL_KEYS = 5_000
+
+
+def _replaced_semi_join(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> str:
+    """`_replaced_condition` as a semi-join against the load's staged rows."""
     spec = LAKE_TABLES[name]
     staged = staging(con, name)
-    load = "'" + load_id.replace("'", "''") + "'"
+    load = _sql_literal(load_id)
     keys = ", ".join(_quoted(c) for c in spec.replaced_by)
     if spec.span is None:
         return f"({keys}) in (select distinct {keys} from {staged} where load_id = {load})"
@@ -342,10 +460,61 @@ def _replaced_condition(con: duckdb.DuckDBPyConnection, name: str, load_id: str)
     )
 
 
+def _sql_literal(value: Any) -> str:
+    """A value of a load's key as SQL text (the view's definition takes no parameters)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, datetime):
+        return f"timestamp{'tz' if value.tzinfo else ''} '{value.isoformat()}'"
+    if isinstance(value, date):
+        return f"date '{value.isoformat()}'"
+    if isinstance(value, int | float | Decimal):
+        return repr(value) if isinstance(value, float) else str(value)
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def _replaced_condition(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> str:
+    """SQL true for a lake row (alias `lake_rows`) that load `load_id` replaces; the file mode's delete.
+
+    The load's keys (and spans) written in as literal values, not a semi-join against the
+    staged rows: DuckDB pushes constants into the scan of the data files, and a join it cannot.
+    """
+    spec = LAKE_TABLES[name]
+    keys = _replaced_keys(con, name, load_id)
+    if not keys:
+        return "false"
+    if len(keys) > MAX_LITERAL_KEYS:
+        return _replaced_semi_join(con, name, load_id)
+    columns = [f"lake_rows.{_quoted(c)}" for c in spec.replaced_by]
+    if spec.span is None:
+        rows = ", ".join("(" + ", ".join(_sql_literal(v) for v in key) + ")" for key in keys)
+        return (
+            f"({', '.join(columns)}) in ({rows})"
+            if len(columns) > 1
+            else f"{columns[0]} in ({', '.join(_sql_literal(k[0]) for k in keys)})"
+        )
+    (column,) = columns
+    span = f"lake_rows.{_quoted(spec.span)}"
+    grouped: dict[tuple[Any, Any], list[Any]] = {}
+    for key, first, last_at in keys:
+        grouped.setdefault((first, last_at), []).append(key)
+    terms = [
+        f"({column} in ({', '.join(_sql_literal(k) for k in members)})"
+        f" and {span} between {_sql_literal(first)} and {_sql_literal(last_at)})"
+        for (first, last_at), members in grouped.items()
+    ]
+    return "(" + " or ".join(terms) + ")"
+
+
 def replaced_rows(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> int:
     """How many of the lake's rows load `load_id` replaces (what the file mode's delete counts)."""
     if not _registered(con, name):
         return 0
+    if LAKE_TABLES[name].whole_files:
+        # Whole data files: their row counts, from the manifests; no data file is read.
+        return sum(_replaced_files(con, name, load_id).values())
     where, params = _replaced_condition(con, name, load_id), []
     span = LAKE_TABLES[name].span
     if span is not None:
@@ -371,7 +540,51 @@ def hide_replaced(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> No
     sees what the commit will leave. Undone with the load's transaction if it fails; the
     commit (`commit_load`) points the view at the new snapshot.
     """
+    if _registered(con, name) and LAKE_TABLES[name].whole_files:
+        # The replaced partitions are whole files: the view leaves the files out (the
+        # condition stays, on the rows of the others, where it is cheap and keeps it exact).
+        cfg = config()
+        assert cfg is not None
+        tbl = table(cfg, name)
+        kept = sorted(set(_reading(con, name)[1]) - set(_replaced_files(con, name, load_id)))
+        _register(con, cfg, tbl, name, kept)
     _create_view(con, name, lake_rows=_registered(con, name), replaced_by=load_id)
+
+
+def emptied_loads(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> list[str]:
+    """The earlier loads none of whose rows load `load_id` leaves in the lake (whole-file tables).
+
+    What the file mode's `mark_replaced` finds by reading every load's rows, from the files
+    that matter only: the loads in the replaced files, then, of those, the files pyiceberg
+    plans for their load ids (column bounds in the manifests) outside the replaced partitions.
+    """
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+    from pyiceberg.expressions import In
+
+    replaced = _replaced_files(con, name, load_id)
+    if not replaced:
+        return []
+    cfg = config()
+    assert cfg is not None
+    tbl = table(cfg, name)
+    schema = tbl.schema().as_arrow()
+
+    def loads_in(files: Iterable[str]) -> set[str]:
+        dataset = ds.dataset(sorted(files), filesystem=filesystem(cfg), format="parquet", schema=schema)
+        return set(pc.unique(dataset.to_table(columns=["load_id"]).column("load_id")).to_pylist()) - {None}
+
+    candidates = loads_in(replaced)
+    others = set(_planned(tbl, _reading(con, name)[0], In("load_id", sorted(candidates)))) - set(replaced)
+    return sorted(candidates - (loads_in(others) if others else set()))
+
+
+def _replaced_files(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> dict[str, int]:
+    """The data files (path -> rows) in the partitions load `load_id` replaces (whole-file tables)."""
+    cfg = config()
+    assert cfg is not None
+    snapshot_id = _reading(con, name)[0]
+    return _planned(table(cfg, name), snapshot_id, _replaced_filter(name, _replaced_keys(con, name, load_id)))
 
 
 def _registered(con: duckdb.DuckDBPyConnection, name: str) -> bool:

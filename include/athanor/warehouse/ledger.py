@@ -39,8 +39,19 @@ def record_load(con: duckdb.DuckDBPyConnection, record: LoadRecord) -> None:
     insert_rows(con, "loads", [asdict(record)], replace=True)
 
 
-def mark_replaced(con: duckdb.DuckDBPyConnection) -> None:
-    """Billing deliveries none of whose rows are left (a later delivery restated them all)."""
+def mark_replaced(con: duckdb.DuckDBPyConnection, load_ids: list[str] | None = None) -> None:
+    """Billing deliveries none of whose rows are left (a later delivery restated them all).
+
+    `load_ids`: those deliveries, as the caller found them (the lake mode: `lake.emptied_loads`,
+    which reads only the files that matter); else every load without a row in billing_facts.
+    """
+    if load_ids is not None:
+        con.execute(
+            """update loads set status = 'replaced'
+               where kind = 'billing' and status = 'loaded' and list_contains(?, load_id)""",
+            [load_ids],
+        )
+        return
     con.execute(
         """update loads set status = 'replaced'
            where kind = 'billing' and status = 'loaded'
