@@ -10,6 +10,11 @@ with named as (
     from ec2_instances
     where coalesce(private_dns_name, '') <> ''
     union all
+    -- Kubernetes on EKS names a node by the whole PrivateDnsName.
+    select private_dns_name, instance_id, instance_type, launch_time, 'describe_instances'
+    from ec2_instances
+    where private_dns_name like '%.%'
+    union all
     select name_tag, instance_id, instance_type, launch_time, 'describe_instances'
     from ec2_instances
     where coalesce(name_tag, '') <> ''

@@ -265,3 +265,76 @@ def test_tagged_machines_keep_their_tags_and_unused_reservations_are_idle(wareho
         ("ri-unused-1", "idle", None, None, "p4d.24xlarge", Decimal("19.66")),
     ]
     assert warehouse.execute("select node, source from node_map").fetchall() == [("node-7", "telemetry")]
+
+
+def pod(name: str, team: str, node: str, gpus: int, start: str, end: str | None, phase: str) -> dict:
+    """One pod as `kubectl get pods -o json` lists it (EKS names nodes by PrivateDnsName)."""
+    state = (
+        {"terminated": {"startedAt": start, "finishedAt": end, "exitCode": 0}}
+        if end
+        else {"running": {"startedAt": start}}
+    )
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "training",
+            "labels": {"team": team},
+            "creationTimestamp": start,
+        },
+        "spec": {
+            "nodeName": node,
+            "containers": [
+                {"name": "main", "resources": {"limits": {"cpu": "8", "nvidia.com/gpu": str(gpus)}}},
+                {"name": "sidecar", "resources": {"limits": {"cpu": "1"}}},
+            ],
+        },
+        "status": {
+            "phase": phase,
+            "startTime": start,
+            "containerStatuses": [{"name": "main", "state": state}],
+        },
+    }
+
+
+def test_a_kubernetes_pod_list_on_the_same_cluster_costs_the_same(warehouse, tmp_path: Path) -> None:
+    # The module's cluster run as pods: job 102 is two workers of 4 GPUs (28.80 each), the array's
+    # tasks two pods; a pod without GPUs is skipped. Same bill, same idle: 102.96.
+    insert_rows(
+        warehouse,
+        "billing_facts",
+        bill_lines(P4D_1, "p4d.24xlarge", 8, "28.80", 3)
+        + bill_lines(P4D_2, "p4d.24xlarge", 8, "28.80", 3)
+        + bill_lines(G5, "g5.12xlarge", 4, "5.76", 3),
+    )
+    listing = tmp_path / "instances.json"
+    listing.write_text(json.dumps(describe_instances()))
+    ingest_ec2_instances(warehouse, listing)
+    n11, n12, n21 = (f"ip-10-0-{ip}.ec2.internal" for ip in ("1-11", "1-12", "2-21"))
+    pods = [
+        pod("train-101", "vision", n11, 4, "2026-11-03T00:00:00Z", "2026-11-03T01:30:00Z", "Succeeded"),
+        pod("train-102-worker-0", "llm", n11, 4, "2026-11-03T00:30:00Z", "2026-11-03T02:30:00Z", "Succeeded"),
+        pod("train-102-worker-1", "llm", n12, 4, "2026-11-03T00:30:00Z", "2026-11-03T02:30:00Z", "Succeeded"),
+        pod("sweep-103-1", "vision", n21, 2, "2026-11-03T00:00:00Z", "2026-11-03T01:00:00Z", "Succeeded"),
+        pod("sweep-103-2", "vision", n21, 2, "2026-11-03T00:00:00Z", "2026-11-03T01:00:00Z", "Succeeded"),
+        pod("eval-104", "speech", n21, 2, "2026-11-03T01:00:00Z", "2026-11-03T01:45:00Z", "Failed"),
+        pod("dashboard", "ops", n21, 0, "2026-11-03T00:00:00Z", None, "Running"),
+    ]
+    pods[-1]["spec"]["containers"][0]["resources"]["limits"].pop("nvidia.com/gpu")
+    listed = tmp_path / "pods.json"
+    listed.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": pods}))
+    assert ingest_job_file(warehouse, listed) == "pods.json: kubernetes job log, 6 jobs, 0% censored"
+    allocate_gpus(warehouse, "r1")
+    summary = allocation_summary(warehouse)
+    assert {j["job_id"]: (j["team"], j["gpu_hours"], j["cost_usd"]) for j in summary["jobs"]} == {
+        "train-101": ("vision", 6.0, 21.60),
+        "train-102-worker-0": ("llm", 8.0, 28.80),
+        "train-102-worker-1": ("llm", 8.0, 28.80),
+        "sweep-103-1": ("vision", 2.0, 2.88),
+        "sweep-103-2": ("vision", 2.0, 2.88),
+        "eval-104": ("speech", 1.5, 2.16),
+    }
+    assert (summary["billed_usd"], summary["allocated_usd"], summary["idle_usd"]) == (190.08, 87.12, 102.96)
+    kinds = dict(warehouse.execute("select job_id, instance_type from job_runs").fetchall())
+    assert kinds["train-101"] == "p4d.24xlarge" and kinds["eval-104"] == "g5.12xlarge"

@@ -618,8 +618,9 @@ def ingest_job_file(
 
 
 def _instance_types_from_node_map(con: duckdb.DuckDBPyConnection, frame: pd.DataFrame) -> pd.DataFrame:
-    """Slurm jobs on nodes an `ec2_instances` listing names: the instance type of the first node
-    (by PrivateDnsName's short name, the Name tag or the instance id), not the partition."""
+    """Slurm jobs and Kubernetes pods on nodes an `ec2_instances` listing names: the instance type
+    of the first node (by PrivateDnsName or its short name, the Name tag or the instance id),
+    not the partition."""
     if "node_list" not in frame or not frame["node_list"].notna().any():
         return frame
     names = con.execute(
@@ -634,8 +635,8 @@ def _instance_types_from_node_map(con: duckdb.DuckDBPyConnection, frame: pd.Data
         return frame
     kinds = dict(names)
     first = frame["node_list"].str.split(",").str[0]
-    mapped = first.map(kinds)
-    found = mapped.notna() & (frame["source"] == "slurm")
+    mapped = first.map(kinds).fillna(first.str.split(".").str[0].map(kinds))
+    found = mapped.notna() & frame["source"].isin(["slurm", "kubernetes"])
     if found.any():
         logger.info("job instance types from the node map: %d of %d jobs", int(found.sum()), len(frame))
     return frame.assign(instance_type=frame["instance_type"].mask(found, mapped))

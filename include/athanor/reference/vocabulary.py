@@ -18,7 +18,7 @@ CENSORED_STATES = frozenset({"preempted", "cancelled", "running"})
 # How a job's instances were paid for.
 JOB_PRICING_MODELS = ("on_demand", "spot", "reserved", "savings_plan")
 # The job-log formats the reader recognises.
-JOB_SOURCES = ("generic", "slurm", "sagemaker")
+JOB_SOURCES = ("generic", "slurm", "sagemaker", "kubernetes")
 # What a run is for, which sets how its capacity is bought: exploring (spot or on-demand),
 # tuning (commitments), production (dedicated capacity).
 JOB_PHASES = ("explore", "tune", "production")

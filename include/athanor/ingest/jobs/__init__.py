@@ -9,6 +9,8 @@ unwrapped transparently:
   ``sacct -a -P --format=JobID,JobName,User,Account,Partition,Submit,Start,End,Elapsed,State,AllocTRES,NNodes,Comment``.
 - ``sagemaker``: ``DescribeTrainingJob`` responses as JSON: one document per
   file, a JSON array of documents, or JSON Lines.
+- ``kubernetes``: ``kubectl get pods -o json``: one row per pod asking for GPUs, its node
+  (``spec.nodeName``) as its node list.
 
 Every reader returns the same DataFrame (see ``COLUMNS``): one row per job,
 timestamps tz-naive UTC, and ``source_row`` (1-based data row of a CSV/Parquet
@@ -51,6 +53,7 @@ import pandas as pd
 from athanor.ingest.jobs.canonical import COLUMNS, check_common, derive
 from athanor.ingest.jobs.detect import detect, detect_job_format, read_bytes
 from athanor.ingest.jobs.generic import GENERIC_COLUMNS, GENERIC_OPTIONAL, GENERIC_REQUIRED, parse_generic
+from athanor.ingest.jobs.kubernetes import parse_kubernetes
 from athanor.ingest.jobs.problems import MAX_EXAMPLES, JobRunError, Problem, Problems
 from athanor.ingest.jobs.sagemaker import SAGEMAKER_STATES, parse_sagemaker
 from athanor.ingest.jobs.slurm import (
@@ -129,6 +132,8 @@ def read_job_runs(
         frame, problems, warnings, names = parse_slurm(
             data, path.name, partition_map or {}, partition_pricing or {}, ZoneInfo(slurm_tz)
         )
+    elif kind == "kubernetes":
+        frame, problems, warnings, names = parse_kubernetes(data, path.name)
     else:
         frame, problems, warnings, names = parse_sagemaker(data, path.name)
     check_common(frame, problems, names)

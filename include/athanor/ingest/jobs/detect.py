@@ -51,6 +51,11 @@ def first_line(text: str) -> str:
     return text.split("\n", 1)[0].rstrip("\r")
 
 
+def is_pod_list(head: str) -> bool:
+    """Whether a JSON text's start is `kubectl get pods -o json` (a List of kind Pod items)."""
+    return '"kind"' in head and '"Pod"' in head and '"items"' in head
+
+
 def detect(data: bytes, name: str) -> str:
     if data[:4] == b"PAR1":
         return "generic"
@@ -59,6 +64,8 @@ def detect(data: bytes, name: str) -> str:
     if head[:1] in ("{", "["):
         if "TrainingJobName" in head:
             return "sagemaker"
+        if is_pod_list(head):
+            return "kubernetes"
         raise JobRunError(
             name,
             [
