@@ -338,3 +338,40 @@ def test_a_kubernetes_pod_list_on_the_same_cluster_costs_the_same(warehouse, tmp
     assert (summary["billed_usd"], summary["allocated_usd"], summary["idle_usd"]) == (190.08, 87.12, 102.96)
     kinds = dict(warehouse.execute("select job_id, instance_type from job_runs").fetchall())
     assert kinds["train-101"] == "p4d.24xlarge" and kinds["eval-104"] == "g5.12xlarge"
+
+
+def test_a_bill_tag_naming_the_node_maps_it(warehouse, tmp_path: Path) -> None:
+    # No listing: the bill's lines carry the node's name under the tag the setting names.
+    insert_rows(
+        warehouse,
+        "billing_facts",
+        bill_lines(P4D_1, "p4d.24xlarge", 8, "28.80", 1, {"slurm-node": "gpu-x-1"}),
+    )
+    sacct = tmp_path / "sacct.txt"
+    sacct.write_text(
+        "JobID|Partition|Account|Submit|Start|End|State|NNodes|AllocTRES|NodeList\n"
+        "1|gpu|a|2026-11-03T00:00:00|2026-11-03T00:00:00|2026-11-03T00:30:00|COMPLETED|1|gres/gpu=8|gpu-x-1\n"
+    )
+    ingest_job_file(warehouse, sacct)
+    # Without the setting the node is unmapped and the machine-hour nobody's.
+    assert allocate_gpus(warehouse, "r1").unmapped_nodes == ("gpu-x-1",)
+    assert warehouse.execute("select kind from gpu_allocation_hourly").fetchall() == [("unattributed",)]
+    assert allocate_gpus(warehouse, "r2", node_tag_key="slurm-node").unmapped_nodes == ()
+    got = warehouse.execute(
+        "select kind, job_id, cost_cents_usd from gpu_allocation_hourly order by kind"
+    ).fetchall()
+    # 8 GPUs x 1,800 s at $0.001 a GPU-second: 14.40; the other half hour idle.
+    assert got == [("idle", None, Decimal("14.40")), ("job", "1", Decimal("14.40"))]
+    assert warehouse.execute("select node, source from node_map").fetchall() == [("gpu-x-1", "bill_tag")]
+
+
+def test_settings_read_the_allocation_settings(tmp_path: Path) -> None:
+    from athanor.settings import Settings
+
+    env = {"ATHANOR_HOME": str(tmp_path)}
+    assert (Settings.from_env(env).job_reject_max_share, Settings.from_env(env).node_tag_key) == (0.1, None)
+    env |= {"ATHANOR_JOB_REJECT_MAX_SHARE": "0.25", "ATHANOR_NODE_TAG_KEY": "slurm-node"}
+    assert (Settings.from_env(env).job_reject_max_share, Settings.from_env(env).node_tag_key) == (
+        0.25,
+        "slurm-node",
+    )
