@@ -398,3 +398,39 @@ def test_the_report_names_another_clouds_commitment_in_its_words() -> None:
         "Reserved instances",  # AWS's label as it always was
         "Azure savings plan for compute",
     ]
+
+
+def test_an_azure_export_of_daily_lines_is_sized_as_its_hours(
+    warehouse, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Azure exports a day per line: the two VMs as 60 lines of 24 hours. Each is spread over the
+    # 24 hours it covers (sql/ingest/billing_gpu_hourly_lines.sql), so the pool holds 2 VMs every
+    # hour, as the hourly bill does, and the same reservation follows; summed into midnight, 48
+    # VM-hours in 1 hour of 24 would have bought none.
+    _rates(
+        tmp_path,
+        monkeypatch,
+        "azure,Standard_ND96asr_v4,eastus,azure_reservation,12,no_upfront,17.68,27.20,fixture,2026-06-01\n",
+    )
+    p_od = instance("Standard_ND96asr_v4").on_demand_usd_per_h
+    columns = (
+        "BilledCost,EffectiveCost,BillingAccountId,BillingCurrency,BillingPeriodStart,BillingPeriodEnd,"
+        "ChargeCategory,ChargePeriodStart,ChargePeriodEnd,PricingCategory,ConsumedQuantity,ConsumedUnit,"
+        "ProviderName,RegionId,ResourceId,x_SkuDetails\n"
+    )
+    rows = "".join(
+        f"{24 * p_od},{24 * p_od},ea-1,USD,2026-11-01T00:00:00Z,2026-12-01T00:00:00Z,Usage,"
+        f"2026-11-{d:02d}T00:00:00Z,{'2026-12-01' if d == 30 else f'2026-11-{d + 1:02d}'}T00:00:00Z,"
+        f'Standard,24,Hours,Microsoft,eastus,nd-{vm},"{{""ServiceType"": ""Standard_ND96asr_v4""}}"\n'
+        for d in range(1, 31)
+        for vm in range(2)
+    )
+    (tmp_path / "focus-daily.csv").write_text(columns + rows)
+    ingest_billing(warehouse, [tmp_path / "focus-daily.csv"], as_of=AS_OF)
+    # 60 lines, 720 hours of 2 VM-hours each; the cost of each hour 2 x p_od, to the cent.
+    assert warehouse.execute(
+        "select count(*), min(usage_hours), max(usage_hours), sum(effective_cost_usd) from billing_gpu_hourly"
+    ).fetchone() == (HOURS, 2.0, 2.0, 2 * 24 * 30 * p_od)
+    (step,) = _steps(warehouse)
+    assert (step["units"], step["provider"]) == (2.0, "azure")
+    assert step["monthly_savings"] == pytest.approx(round(2 * float(p_od) * 0.35 * MONTH, 2), abs=0.01)
