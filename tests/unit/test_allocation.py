@@ -26,6 +26,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from athanor.cli import main
@@ -375,3 +376,23 @@ def test_settings_read_the_allocation_settings(tmp_path: Path) -> None:
         0.25,
         "slurm-node",
     )
+
+
+def test_describe_instances_reads_each_instances_names_and_refuses_one_without_id(tmp_path: Path) -> None:
+    from athanor.ingest.inventory import InventoryError, read_ec2_instances
+
+    frame = read_ec2_instances(describe_instances())
+    first = frame.iloc[0]
+    assert (first["instance_id"], first["private_dns_name"], first["name_tag"]) == (
+        P4D_1,
+        "ip-10-0-1-11.ec2.internal",
+        "gpu-a-1",
+    )
+    assert pd.isna(first["team"])
+    assert str(first["launch_time"]) == "2026-11-01 00:00:00" and frame.iloc[2]["team"] == "vision"
+    broken = describe_instances()
+    del broken["Reservations"][1]["Instances"][0]["InstanceId"]
+    path = tmp_path / "instances.json"
+    path.write_text(json.dumps(broken))
+    with pytest.raises(InventoryError, match="reservation 2, instance 1: InstanceId missing"):
+        read_ec2_instances(path)
