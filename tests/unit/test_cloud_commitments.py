@@ -434,3 +434,18 @@ def test_an_azure_export_of_daily_lines_is_sized_as_its_hours(
     (step,) = _steps(warehouse)
     assert (step["units"], step["provider"]) == (2.0, "azure")
     assert step["monthly_savings"] == pytest.approx(round(2 * float(p_od) * 0.35 * MONTH, 2), abs=0.01)
+
+
+def test_a_commitment_names_the_offer_its_published_rate_came_from() -> None:
+    rate = commitment_rates.CommitmentRate(
+        "aws", "p5.48xlarge", "us-east-1", "ec2_instance_sp", 12, "no_upfront", 38.5, 55.0, "fixture", AS_OF
+    )
+    assert provider_offers.unit_offer("aws", "p5/us-east-1", rate.label()) == (
+        "ec2_instance_sp",
+        "EC2 Instance Savings Plan",
+    )
+    flat = "assumption: flat 40 % 1-year discount (0.60x on-demand, ...)"
+    assert provider_offers.unit_offer("aws", "p4d/us-east-1", flat) == ("standard_ri", "Reserved Instances")
+    assert provider_offers.unit_offer("aws", "ml.p4d/us-east-1", flat)[0] == "sagemaker_sp"
+    assert provider_offers.unit_offer("azure", "NDasr_A100_v4/eastus", flat)[0] == "azure_reservation"
+    assert provider_offers.unit_offer("gcp", "a2-highgpu/us-central1", None)[0] == "gcp_cud"

@@ -550,9 +550,13 @@ def commitment_facts(
             "rates": (rate_labels or {}).get(p.pool, {}).get(c.term_months)
             or assumed_rate_label(a, c.term_months),
             "evidence": "the bill's hourly demand of the pool after the idle stops and moves, less spot's share",
-            **_offer_fields(providers.get(p.pool, "aws"), unit=True),
             "instance_type": provider_offers.reference_type(p.pool.split("/")[0]),
         }
+        # The offer its rate came from (an EC2 Instance Savings Plan's, a SageMaker pool's plan).
+        out[p.pool].update(_offer_fields(providers.get(p.pool, "aws"), unit=True))
+        out[p.pool]["offer"], out[p.pool]["offer_name"] = provider_offers.unit_offer(
+            out[p.pool]["provider"], p.pool, out[p.pool]["rates"]
+        )
     hourly = rec.hourly_by_plan
     scopes = provider_offers.savings_plan_scopes(hourly)
     for group, commitment in hourly.items():

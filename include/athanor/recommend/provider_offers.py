@@ -188,3 +188,29 @@ def explain_words(
         if g not in ("aws", "all") and (name := offers_of(g).savings_plan_name)
     }
     return pool_words, plan_words
+
+
+# Every offer of athanor.reference.commitment_rates.OFFERS in its cloud's words.
+OFFER_NAMES = {
+    "standard_ri": "Reserved Instances",
+    "convertible_ri": "Convertible Reserved Instances",
+    "ec2_instance_sp": "EC2 Instance Savings Plan",
+    "compute_sp": "compute savings plan",
+    "sagemaker_sp": "SageMaker Savings Plan",
+    "azure_reservation": "Azure reservation",
+    "azure_savings_plan": "Azure savings plan for compute",
+    "gcp_cud": "GCP committed use discount (resource-based)",
+}
+
+
+def unit_offer(provider: str, pool: str, rates: str | None) -> tuple[str, str]:
+    """(offer, its name) a pool's units are bought as: the offer whose published rate priced them
+    (`rates`, the label of athanor.reference.commitment_rates.CommitmentRate: '...: <offer>
+    <term>-month ...'), else a SageMaker pool's SageMaker Savings Plan, else the cloud's own."""
+    for offer, name in OFFER_NAMES.items():
+        if rates and rates.startswith("published") and f": {offer} " in rates:
+            return offer, name
+    if pool.startswith("ml."):
+        return "sagemaker_sp", OFFER_NAMES["sagemaker_sp"]
+    words = offers_of(provider)
+    return words.unit_offer, words.unit_name
