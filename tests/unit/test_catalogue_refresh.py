@@ -67,7 +67,14 @@ def test_refresh_prints_what_changed_and_the_loaders_read_it(catalogue: Path) ->
         "changed: gcp a3-highgpu-1g us-east4 purchase options: spot;flex_start -> spot;reservation;flex_start"
         in lines
     )
-    assert lines[-1] == f"23 changed, 2 added, 6 removed; written to {catalogue / 'prices.csv'}"
+    # a3-highgpu-4g (no price before, spot or flex-start only): 4 x 10 + 104 x 0.033 + 936 x 0.0044
+    # = 47.5504 on its SKUs, spot 4 x 3 + 104 x 0.01 + 936 x 0.0013 = 14.2568; a region it gains is
+    # not sold on demand either.
+    assert (
+        "added: gcp a3-highgpu-4g europe-west4 row (on_demand 47.5504, spot 14.2568; spot;reservation)"
+        in lines
+    )
+    assert lines[-1] == f"26 changed, 3 added, 6 removed; written to {catalogue / 'prices.csv'}"
 
     # The loaders now read the refreshed copy, with the fetch day and the API as source.
     assert gpus.prices_file() == catalogue / "prices.csv"
@@ -104,7 +111,7 @@ def test_a_second_refresh_with_the_same_answers_changes_nothing(catalogue: Path)
     again = refresh.refresh(refresh.RecordedFetcher(DAY1), on=date(2026, 12, 7))
     assert again.changes == [] and again.written is None
     assert again.lines()[-1] == (
-        "no price changed: 16 type x region rows checked, the catalogue is as the price APIs answer (nothing written)"
+        "no price changed: 18 type x region rows checked, the catalogue is as the price APIs answer (nothing written)"
     )
     assert ((catalogue / "prices.csv").read_bytes(), (catalogue / "prices.csv").stat().st_mtime_ns) == written
 
@@ -132,10 +139,10 @@ def test_without_network_the_refresh_fails_in_one_line_and_writes_nothing(
 def test_the_cli_replays_recorded_answers_twice(catalogue: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["gpu-catalog", "--refresh", "--recorded", str(DAY1)]) == 0
     first = capsys.readouterr().out.splitlines()
-    assert first[-1].startswith("23 changed, 2 added, 6 removed")
+    assert first[-1].startswith("26 changed, 3 added, 6 removed")
     assert main(["gpu-catalog", "--refresh", "--recorded", str(DAY1)]) == 0
     assert (
-        capsys.readouterr().out.splitlines()[-1].startswith("no price changed: 16 type x region rows checked")
+        capsys.readouterr().out.splitlines()[-1].startswith("no price changed: 18 type x region rows checked")
     )
     # The catalogue lists the refreshed rows with their options and dates.
     assert main(["gpu-catalog", "--format", "json"]) == 0

@@ -48,8 +48,8 @@ def test_catalogue_rows_as_in_the_file() -> None:
         Decimal("30.13118"),
     )
     # One list for every provider: 44 AWS (with p6-b200 and six g4dn sizes), 9 Azure (with ND
-    # MI300X v5), 15 GCP types.
-    assert len(instance_types()) == 68
+    # MI300X v5), 16 GCP types (with a3-highgpu-4g).
+    assert len(instance_types()) == 69
     assert instance_types()[0].instance_type == "p4d.24xlarge"
     assert [t.provider for t in instance_types()].count("azure") == 9
 

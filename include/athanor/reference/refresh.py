@@ -469,6 +469,14 @@ def merge(
             answered.setdefault(itype, {})[region] = q
     checked = 0
     out: list[dict[str, str]] = []
+    # GCP types the catalogue marks as sold, but not on demand (in any of its rows): in every region.
+    gcp_not_on_demand = {
+        r["instance_type"]
+        for r in rows
+        if r["provider"] == "gcp"
+        and r["purchase_options"]
+        and "on_demand" not in r["purchase_options"].split(";")
+    }
     for r in rows:
         provider, itype = r["provider"], r["instance_type"]
         if provider not in quotes:
@@ -484,7 +492,8 @@ def merge(
             changes.append(Change("removed", provider, itype, r["region"], "row", _row_text(r), ""))
             continue
         checked += 1
-        out.append(_updated(r, q, provider, source_row(provider, on)["source_id"], on, changes))
+        source_id = source_row(provider, on)["source_id"]
+        out.append(_updated(r, q, provider, source_id, on, changes, itype in gcp_not_on_demand))
     # What is left: regions (and types) the catalogue lacks.
     for itype, regions in answered.items():
         if not regions:
@@ -499,6 +508,7 @@ def merge(
                 source_row(provider, on)["source_id"],
                 on,
                 [],
+                itype in gcp_not_on_demand,
             )
             changes.append(Change("added", provider, itype, region, "row", "", _row_text(row)))
             added.append(row)
@@ -531,18 +541,19 @@ def _row_text(r: Mapping[str, str]) -> str:
 
 
 def _updated(
-    old: Mapping[str, str], q: Quote, provider: str, source_id: str, on: date, changes: list[Change]
+    old: Mapping[str, str],
+    q: Quote,
+    provider: str,
+    source_id: str,
+    on: date,
+    changes: list[Change],
+    not_on_demand: bool = False,
 ) -> dict[str, str]:
     prev_options = [o for o in old.get("purchase_options", "").split(";") if o]
     options = set(q.options) | (set(prev_options) & _UNSEEN[provider])
-    if (
-        provider == "gcp"
-        and prev_options
-        and "on_demand" not in prev_options
-        and old.get("on_demand_usd_per_h")
-    ):
-        # The catalogue says this shape is not sold on demand (a3-highgpu-1g/2g): generic SKUs
-        # priced it, they do not make it sold.
+    if not_on_demand:
+        # The catalogue says this GCP shape is not sold on demand (a3-highgpu-1g/2g/4g): generic
+        # SKUs price it, they do not make it sold. (AWS and Azure price each size: evidence.)
         options.discard("on_demand")
     new = dict(old)
     new["on_demand_usd_per_h"] = (
