@@ -82,7 +82,7 @@ candidates as (
     where regexp_matches(node, '^i-[0-9a-f]{8,17}($|\.)')
 ),
 
-held as (
+scheduler_held as (
     select
         j.job_id, j.source, j.team, j.node, m.resource_id, m.hour,
         j.gpus_per_node * (
@@ -97,6 +97,81 @@ held as (
     qualify row_number() over (
         partition by j.job_id, j.source, j.node, m.hour order by c.valid_from desc nulls last, m.resource_id
     ) = 1
+),
+
+-- Pods the DCGM exporter names on a GPU (gpu_samples.pod) that no pod list brought: a sample
+-- holds its GPU (at its MIG share) until the next sample of that GPU, at most twice the GPU's
+-- median interval, split at the hour; on the machine its instance id, else its host, names.
+-- Only where the machine-hour has no scheduler job and no job_id tag (a tagged machine is its
+-- job's whole).
+telemetry_samples as (
+    select
+        gpu_id, mig_instance, pod, namespace, host, nullif(instance_id, '') as instance_id,
+        coalesce(gpu_share, 1.0)                                                 as share,
+        sampled_at,
+        epoch(lead(sampled_at) over by_gpu) - epoch(sampled_at)                  as gap_s
+    from gpu_samples
+    where sampled_at >= $window_start - interval 1 day and sampled_at < $window_end
+    window by_gpu as (partition by gpu_id, mig_instance order by sampled_at)
+),
+
+pod_samples as (
+    select
+        *,
+        sampled_at + to_microseconds(cast(least(coalesce(gap_s, median_s), 2 * median_s) * 1e6 as bigint)) as until_at
+    from (
+        select *, coalesce(median(gap_s) over (partition by gpu_id, mig_instance), 60.0) as median_s
+        from telemetry_samples
+    )
+    where coalesce(pod, '') <> ''
+      and pod not in (select job_id from job_run_facts where source = 'kubernetes')
+),
+
+pod_pieces as (
+    select *, date_trunc('hour', sampled_at) as piece_hour from pod_samples
+    union all
+    select *, date_trunc('hour', sampled_at) + interval 1 hour from pod_samples
+    where until_at > date_trunc('hour', sampled_at) + interval 1 hour
+),
+
+-- A pod's job: job_runs.job_id equal to the pod or to its prefix before a '-' (operators name
+-- pods <job>-<role>-<n>), the longest such; else the pod is its own job, its namespace's.
+pod_jobs as (
+    select p.pod, r.job_id, r.team
+    from (select distinct pod from pod_samples) as p
+    join job_run_facts as r on r.job_id = p.pod or starts_with(p.pod, r.job_id || '-')
+    qualify row_number() over (partition by p.pod order by length(r.job_id) desc, r.source) = 1
+),
+
+pod_held as (
+    select
+        coalesce(r.job_id, p.pod)                                                as job_id,
+        'dcgm'                                                                   as source,
+        coalesce(any_value(r.team), any_value(p.namespace))                      as team,
+        any_value(p.host)                                                        as node,
+        m.resource_id,
+        m.hour,
+        sum(p.share * (epoch(least(p.until_at, m.hour + interval 1 hour)) - epoch(greatest(p.sampled_at, m.hour))))
+                                                                                 as gpu_seconds
+    from pod_pieces as p
+    left join (select node, min(instance_id) as instance_id from node_map group by node) as by_host
+      on by_host.node = p.host
+    left join (select node, min(instance_id) as instance_id from node_map group by node) as by_label
+      on by_label.node = split_part(p.host, '.', 1)
+    join machine_hours as m
+      on m.resource_id = coalesce(p.instance_id, by_host.instance_id, by_label.instance_id)
+     and m.hour = p.piece_hour
+    left join pod_jobs as r on r.pod = p.pod
+    where m.tag_job is null
+      and not exists (select 1 from scheduler_held as sh where sh.resource_id = m.resource_id and sh.hour = m.hour)
+    group by coalesce(r.job_id, p.pod), m.resource_id, m.hour
+    having sum(p.share * (epoch(least(p.until_at, m.hour + interval 1 hour)) - epoch(greatest(p.sampled_at, m.hour)))) > 0
+),
+
+held as (
+    select * from scheduler_held
+    union all
+    select * from pod_held
 ),
 
 held_hours as (

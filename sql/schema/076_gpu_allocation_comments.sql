@@ -31,8 +31,8 @@ comment on column gpu_allocation_hourly.node is 'The scheduler''s name of the ma
 comment on column gpu_allocation_hourly.instance_type is 'The billed instance type.';
 comment on column gpu_allocation_hourly.pool is 'The node pool idle is reported per: the instance type.';
 comment on column gpu_allocation_hourly.kind is 'job (held by a scheduler job) | idle (held by none) | tagged (the bill''s job_id tag: the whole machine-hour) | team_tagged (only a team tag) | unattributed (neither).';
-comment on column gpu_allocation_hourly.job_id is 'The job as its scheduler wrote it (array tasks 123_1); null for idle, team_tagged and unattributed rows.';
-comment on column gpu_allocation_hourly.job_source is 'Where the job comes from: slurm | generic | sagemaker (job_runs.source) | bill_tag.';
+comment on column gpu_allocation_hourly.job_id is 'The job as its scheduler wrote it (array tasks 123_1; a pod''s name); null for idle, team_tagged and unattributed rows.';
+comment on column gpu_allocation_hourly.job_source is 'Where the holder comes from: slurm | kubernetes (job_runs.source: a job''s node list, a pod''s node) | dcgm (a pod the DCGM exporter named on the GPU; no pod list had it) | bill_tag.';
 comment on column gpu_allocation_hourly.team is 'The job''s team; for idle and team_tagged rows the machine''s team tag (bill or instance), if any.';
 comment on column gpu_allocation_hourly.gpus is 'GPUs of the machine (the bill''s instance type).';
 comment on column gpu_allocation_hourly.billed_gpu_seconds is 'GPU-seconds the machine-hour paid for: GPUs x usage hours x 3600.';
@@ -44,7 +44,7 @@ comment on column gpu_allocation_hourly.run_id is 'The run that wrote the row.';
 
 comment on view job_allocated_costs is 'Per job, its allocated GPU cost. Grain: one row per job (job_id, job_source) gpu_allocation_hourly reached (scheduler jobs and bill-tagged ones).';
 comment on column job_allocated_costs.job_id is 'The job as its scheduler wrote it (array tasks 123_1).';
-comment on column job_allocated_costs.job_source is 'slurm | generic | sagemaker | bill_tag.';
+comment on column job_allocated_costs.job_source is 'slurm | kubernetes | dcgm | bill_tag.';
 comment on column job_allocated_costs.team is 'The job''s team.';
 comment on column job_allocated_costs.gpu_hours is 'GPU-hours it held on billed machines.';
 comment on column job_allocated_costs.cost_usd is 'Its exact share of the machine-hours'' cost.';

@@ -396,3 +396,59 @@ def test_describe_instances_reads_each_instances_names_and_refuses_one_without_i
     path.write_text(json.dumps(broken))
     with pytest.raises(InventoryError, match="reservation 2, instance 1: InstanceId missing"):
         read_ec2_instances(path)
+
+
+def dcgm_samples(host: str, gpu: str, pod: str, start: datetime, n: int, **extra) -> list[dict]:
+    """A GPU's DCGM samples every 5 minutes, labelled with the pod that held it."""
+    return [
+        {
+            "load_id": "T1",
+            "source_file": "dcgm.json",
+            "source_row": k + 1,
+            "source_format": "prometheus_dcgm",
+            "host": host,
+            "gpu_id": gpu,
+            "gpu_index": 0,
+            "instance_id": None,
+            "pod": pod,
+            "namespace": "serving",
+            "sampled_at": start + timedelta(minutes=5 * k),
+            "utilisation_pct": 60.0,
+            "mig_instance": extra.get("mig_instance"),
+            "mig_profile": extra.get("mig_profile"),
+            "gpu_share": extra.get("gpu_share"),
+        }
+        for k in range(n)
+    ]
+
+
+def test_pods_the_dcgm_exporter_names_hold_their_gpus(warehouse, tmp_path: Path) -> None:
+    # No pod list: on ip-10-0-1-11 (p4d, $0.001 a GPU-second) the exporter labels GPU-1 and GPU-2
+    # with pod infer-1 from 00:00 to 01:00 (12 samples each, 5 minutes apart: the last counts for
+    # the median 5 minutes): 2 x 3,600 GPU-s = $7.20. A 3g.40gb MIG instance of GPU-3 (3/7 of it)
+    # with pod small-2 for the same hour: 3,600 x 3/7 = 1,542.857 GPU-s = $1.542857 -> $1.54.
+    # The hour's idle: 28.80 - 7.20 - 1.542857 = 20.057143 -> $20.06; the cents add up to $28.80.
+    insert_rows(warehouse, "billing_facts", bill_lines(P4D_1, "p4d.24xlarge", 8, "28.80", 1))
+    listing = tmp_path / "instances.json"
+    listing.write_text(json.dumps(describe_instances()))
+    ingest_ec2_instances(warehouse, listing)
+    host = "ip-10-0-1-11.ec2.internal"
+    insert_rows(
+        warehouse,
+        "gpu_samples",
+        dcgm_samples(host, "GPU-1", "infer-1", T0, 12)
+        + dcgm_samples(host, "GPU-2", "infer-1", T0, 12)
+        + dcgm_samples(
+            host, "GPU-3", "small-2", T0, 12, mig_instance="1", mig_profile="3g.40gb", gpu_share=3 / 7
+        ),
+    )
+    allocate_gpus(warehouse, "r1")
+    rows = warehouse.execute(
+        "select kind, job_id, job_source, team, gpu_seconds, cost_cents_usd from gpu_allocation_hourly order by kind, job_id"
+    ).fetchall()
+    assert [(r[0], r[1], r[2], r[3], r[5]) for r in rows] == [
+        ("idle", None, None, None, Decimal("20.06")),
+        ("job", "infer-1", "dcgm", "serving", Decimal("7.20")),
+        ("job", "small-2", "dcgm", "serving", Decimal("1.54")),
+    ]
+    assert rows[1][4] == pytest.approx(7200.0) and rows[2][4] == pytest.approx(3600 * 3 / 7)
