@@ -3,6 +3,7 @@ at the provider's published inter-region rate, or "data transfer not priced" wit
 
 from __future__ import annotations
 
+import json
 from datetime import date, datetime
 
 import duckdb
@@ -120,3 +121,14 @@ def test_a_class_takes_its_size_from_the_latest_checkpoint_of_its_runs(
     )
     unknown = gpu_choice.ClassInput(**{**_class(None).__dict__, "job_ids": ("r9",)})
     assert gpu_plan.class_data(warehouse, [unknown])[0].data_gib is None
+
+
+def test_the_recommendation_states_the_transfer_and_the_age_of_its_prices() -> None:
+    candidates = [_gpu("here.8x", "us-east-1", 32.0), _gpu("there.8x", "us-west-2", 24.0)]
+    cls = _class(500.0)
+    plans = gpu_choice.plan_classes([cls], candidates=candidates)
+    (rec,) = gpu_plan.recommendations(plans, {cls.job_class: cls}, 1.5, date(2026, 12, 6))
+    assumptions = json.loads(rec.assumptions)
+    # The packaged catalogue's oldest rows are of 2025-11-30: 371 days before 2026-12-06.
+    assert assumptions["prices_as_of"] == "prices as of 2025-11-30, 371 days old"
+    assert assumptions["data_transfer"]["usd"] == 10.0

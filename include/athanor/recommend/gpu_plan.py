@@ -21,6 +21,7 @@ import pandas as pd
 
 from athanor.recommend import gpu_choice, gpu_usage
 from athanor.recommend.nightly import Recommendation, store_recommendations
+from athanor.reference import gpus
 from athanor.reference.egress import BYTES_PER_GB
 from athanor.warehouse import insert_rows, sql, transaction
 
@@ -187,7 +188,10 @@ def plan_rows(
 
 
 def recommendations(
-    plans: Sequence[gpu_choice.ClassPlan], classes: Mapping[str, gpu_choice.ClassInput], deadline_slack: float
+    plans: Sequence[gpu_choice.ClassPlan],
+    classes: Mapping[str, gpu_choice.ClassInput],
+    deadline_slack: float,
+    as_of: date | None = None,
 ) -> list[Recommendation]:
     """A `gpu_choice` recommendation for each class the plan moves at a saving."""
     out = []
@@ -232,6 +236,8 @@ def recommendations(
                     {
                         "deadline_slack": deadline_slack,
                         "prices": "on-demand list prices of the catalog, each type in its reference region",
+                        # How old those prices are on the plan's day (the oldest price row's date).
+                        "prices_as_of": None if as_of is None else gpus.price_age(as_of).headline(),
                         "runs_per_month": round(per_month, 4),
                         "memory": {"basis": p.memory.basis, "note": p.memory.note},
                         "scaling": {
@@ -273,7 +279,7 @@ def recommend_gpus(
     formed = class_data(con, formed)
     plans = gpu_choice.plan_classes(formed, deadline_slack=deadline_slack, team_budgets=team_budgets)
     classes = {c.job_class: c for c in formed}
-    recs = recommendations(plans, classes, deadline_slack)
+    recs = recommendations(plans, classes, deadline_slack, as_of)
     with transaction(con):
         con.execute("delete from gpu_plan where run_id = ?", [run_id])
         insert_rows(con, "gpu_plan", plan_rows(plans, classes, run_id, as_of, deadline_slack))
