@@ -452,3 +452,21 @@ def test_pods_the_dcgm_exporter_names_hold_their_gpus(warehouse, tmp_path: Path)
         ("job", "small-2", "dcgm", "serving", Decimal("1.54")),
     ]
     assert rows[1][4] == pytest.approx(7200.0) and rows[2][4] == pytest.approx(3600 * 3 / 7)
+
+
+def test_a_listing_delivered_with_the_log_names_its_jobs_instance_types(settings, tmp_path: Path) -> None:
+    from athanor.ingest.deliveries import ingest_paths
+    from athanor.warehouse import connect
+
+    folder = tmp_path / "night"
+    folder.mkdir()
+    (folder / "sacct.txt").write_text(SACCT)
+    (folder / "instances.json").write_text(json.dumps(describe_instances()))
+    outcome = ingest_paths([folder], settings.warehouse, settings=settings)
+    assert outcome.errors == []
+    con = connect(settings.warehouse)
+    try:
+        kinds = dict(con.execute("select job_id, instance_type from job_runs").fetchall())
+    finally:
+        con.close()
+    assert (kinds["102"], kinds["104"], kinds["105"]) == ("p4d.24xlarge", "g5.12xlarge", "gpu")

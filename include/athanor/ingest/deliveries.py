@@ -271,6 +271,17 @@ def ingest_deliveries(
                     run_id,
                     failed_status,
                 )
+            # Instance listings before job logs: a job on nodes they name takes their instance type.
+            for file in by_kind["ec2_instances"]:
+                _load(
+                    outcome,
+                    con,
+                    [file],
+                    "ec2_instances",
+                    lambda fs: ingest_ec2_instances(con, fs[0]),
+                    run_id,
+                    failed_status,
+                )
             for file in by_kind["jobs"]:
                 _load(
                     outcome,
@@ -295,16 +306,6 @@ def ingest_deliveries(
                 )
             for file in by_kind["ebs"]:
                 _load(outcome, con, [file], "ebs", lambda fs: ingest_ebs(con, fs[0]), run_id, failed_status)
-            for file in by_kind["ec2_instances"]:
-                _load(
-                    outcome,
-                    con,
-                    [file],
-                    "ec2_instances",
-                    lambda fs: ingest_ec2_instances(con, fs[0]),
-                    run_id,
-                    failed_status,
-                )
             # A file named on the command line must be a delivery itself, even an inventory part.
             read_by_manifest = [f for f in by_kind["unknown"] if not explicit and f.resolve() in parts]
             if read_by_manifest:
