@@ -180,3 +180,25 @@ def test_written_rows_replace_their_own_and_keep_the_others(tmp_path: Path) -> N
     assert price_files.write_commitment_rates(older, path) == 5
     assert len(load_commitment_rates.__wrapped__(path)) == 5
     assert unit_rates("Standard_ND96amsr_A100_v4", "eastus", path=path)[12].effective_usd_per_h == 20.972831
+
+
+def test_the_command_line_merges_the_files_rates_into_the_table(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "commitment_rates.csv"
+    (tmp_path / "sources.csv").write_text(
+        "source_id,title,url,date,note\nazure_retail_prices_2026_09,x,,2026,\n"
+    )
+    args = [
+        str(AZURE_FILES[0]),
+        "--source-id",
+        "azure_retail_prices_2026_09",
+        "--as-of",
+        "2026-09-27",
+        "--out",
+        str(out),
+    ]
+    assert price_files.main(args) == 0
+    assert capsys.readouterr().out == "4 rates from 1 files into commitment_rates.csv (4 rows)\n"
+    shipped = sorted(
+        (_key(r), r.effective_usd_per_h) for r in load_commitment_rates() if r.provider == "azure"
+    )
+    assert sorted((_key(r), r.effective_usd_per_h) for r in load_commitment_rates.__wrapped__(out)) == shipped

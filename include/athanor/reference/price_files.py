@@ -349,3 +349,29 @@ def write_commitment_rates(rates: Iterable[CommitmentRate], path: Path) -> int:
 def with_source(rates: Iterable[CommitmentRate], source_id: str) -> list[CommitmentRate]:
     """The same rates under another source id (a refresh stamping its own fetch)."""
     return [replace(r, source_id=source_id) for r in rates]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m athanor.reference.price_files --source-id ID --as-of DATE FILE...`: read the
+    recorded price files and merge their rates into commitment_rates.csv (or --out); prints
+    what it wrote and every rejected item, and exits 1 if any was rejected."""
+    import argparse
+
+    from athanor.reference.paths import COMMITMENT_RATES_CSV
+
+    parser = argparse.ArgumentParser(prog="python -m athanor.reference.price_files")
+    parser.add_argument("files", nargs="+", type=Path)
+    parser.add_argument("--source-id", required=True, help="a source_id of sources.csv beside --out")
+    parser.add_argument("--as-of", required=True, type=date.fromisoformat, help="the files' date, YYYY-MM-DD")
+    parser.add_argument("--out", type=Path, default=COMMITMENT_RATES_CSV)
+    args = parser.parse_args(argv)
+    got = rates_from_files(args.files, args.source_id, args.as_of)
+    rows = write_commitment_rates(got.rates, args.out)
+    print(f"{len(got.rates)} rates from {len(args.files)} files into {args.out.name} ({rows} rows)")
+    for problem in got.problems:
+        print(f"rejected: {problem}")
+    return 1 if got.problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
