@@ -287,3 +287,50 @@ def test_the_report_states_the_measured_share_per_team_and_class(warehouse) -> N
     assert section.energy["measured_share"] == pytest.approx(0.07 / 0.1414)
     assert [(r["team"], r["energy_kwh"]) for r in section.energy_by_team] == [("nlp", pytest.approx(0.1414))]
     assert [r["job_class"] for r in section.energy_by_class] == ["(no job)"]
+
+
+def test_a_job_on_a_mig_slice_is_not_sent_to_a_smaller_slice_of_its_slice(warehouse, tmp_path: Path) -> None:
+    from athanor.warehouse import insert_rows
+
+    # Instance 10 (1g.10gb) runs pod tiny-0 at 30 % of its slice with 1 of its 10 GiB in use: on a
+    # whole GPU that would be "run on 3/7 MIG slices"; on a slice those figures are of the slice.
+    doc = json.loads(mig_file(tmp_path).read_text())
+    for s in doc["data"]["result"]:
+        if s["metric"].get("GPU_I_ID") == "10":
+            s["metric"]["exported_pod"] = "tiny-0"
+    labels = {"GPU_I_ID": "10", "GPU_I_PROFILE": "1g.10gb", "exported_pod": "tiny-0"}
+    doc["data"]["result"] += [
+        series("DCGM_FI_DEV_FB_USED", [1024.0] * 12, **labels),
+        series("DCGM_FI_DEV_FB_FREE", [9216.0] * 12, **labels),
+    ]
+    file = tmp_path / "landing" / "dcgm-mig.json"
+    file.write_text(json.dumps(doc))
+    con = warehouse
+    from athanor.ingest.telemetry import ingest_telemetry
+
+    ingest_telemetry(con, [file], as_of=date(2026, 11, 30))
+    tiny = {
+        "load_id": "J1", "source_file": "jobs.csv", "source_row": 1, "source": "generic", "job_id": "tiny",
+        "start_time": T0, "end_time": T0 + timedelta(hours=1), "state": "completed", "team": "cv",
+        "project": "p", "model": "m", "phase": "tune", "duration_s": 3600.0, "censored": False,
+        "gpu_count": 1, "gpu_hours": 1.0, "instance_type": "p4de.24xlarge", "instance_count": 1,
+        "submit_time": T0, "gpus_per_instance": 1, "pricing_model": "on_demand",
+    }  # fmt: skip
+    insert_rows(con, "job_run_facts", [tiny])
+    line = {
+        "load_id": "B1", "source_file": "bill.csv", "source_row": 1, "source_format": "focus",
+        "billing_account_id": "111", "billing_currency": "USD", "billing_period_start": datetime(2026, 11, 1),
+        "billing_period_end": datetime(2026, 12, 1), "charge_period_start": T0,
+        "charge_period_end": T0 + timedelta(hours=1), "charge_category": "Usage", "billed_cost": 4.0,
+        "effective_cost": 4.0, "resource_id": "mig-node-1", "x_gpu_count": 1, "x_usage_hours": 1.0,
+        "x_instance_type": "p4de.24xlarge", "tags": {"team": "cv"},
+    }  # fmt: skip
+    insert_rows(con, "billing_facts", [line])
+    rule = IdleRule()
+    rows = gpu_usage.hourly(con, T0, T0 + timedelta(hours=1), rule)
+    assert set(rows.loc[rows["job_id"] == "tiny", "mig_instance"]) == {"10"}
+    assert gpu_usage.underused_recommendations(con, rows, rule) == []
+    # The same figures on a whole GPU: sent to MIG slices (what the guard keeps from a slice).
+    whole = rows.assign(mig_instance=None)
+    (rec,) = gpu_usage.underused_recommendations(con, whole, rule)
+    assert "MIG slices" in rec.action

@@ -455,7 +455,9 @@ def job_figures(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, rule: IdleRu
         return pd.DataFrame()
     # A MIG instance is a GPU of its own here (dropna=False: a whole GPU's mig_instance is null).
     linked = linked.assign(gpu_key=linked["gpu_id"] + "/" + linked["mig_instance"].fillna(""))
+    linked = linked.assign(on_mig=linked["mig_instance"].notna())
     per_gpu = linked.groupby(["job_class", "job_id", "gpu_key"], as_index=False).agg(
+        on_mig=("on_mig", "max"),
         observed=("observed_gpu_hours", "sum"),
         busy=("busy_gpu_hours", "sum"),
         util=("utilisation_gpu_hours", "sum"),
@@ -467,6 +469,7 @@ def job_figures(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, rule: IdleRu
     per_gpu["used_hours"] = per_gpu["observed"].where(per_gpu["used"], 0.0)
     jobs = per_gpu.groupby(["job_class", "job_id"], as_index=False).agg(
         gpus_seen=("gpu_key", "nunique"),
+        on_mig=("on_mig", "max"),
         gpus_used=("used", "sum"),
         observed=("observed", "sum"),
         used_hours=("used_hours", "sum"),
@@ -518,7 +521,14 @@ def underused_recommendations(
                 f"Run {job_class} on {keep} GPU{'s' if keep != 1 else ''} instead of {gpus}: "
                 f"{100 * used_share:.0f} % of its GPU-hours are on GPUs its jobs use"
             )
-        elif peak_mem is not None and mean_util < SMALLER_GPU_SHARE and peak_mem < SMALLER_GPU_SHARE:
+        elif (
+            peak_mem is not None
+            and mean_util < SMALLER_GPU_SHARE
+            and peak_mem < SMALLER_GPU_SHARE
+            # A class already on MIG instances: its utilisation and memory are of its slice, not
+            # of a whole GPU, so "k/7 slices" would be a share of a share.
+            and not bool(g["on_mig"].any())
+        ):
             slices = _slices(max(mean_util, peak_mem))
             if slices >= MIG_SLICES:
                 continue
