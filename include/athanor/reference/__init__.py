@@ -1,6 +1,9 @@
 """Reference data that every stage reads: one source for each fact, with its origin.
 
 - `instances`: the GPU instance catalogue (GPUs, GPU model, normalisation factor, list prices).
+- `gpus`: the GPU catalog behind it (datasheets, prices and purchase options by region, their age);
+  `refresh` reads its prices again from the providers' price APIs (`athanor gpu-catalog --refresh`)
+  into the override folder `paths` names; `egress`: inter-region data transfer rates.
 - `spot_advisor`: Spot Advisor savings and interruption buckets per region and type.
 - `focus`: the FOCUS 1.2 column list.
 - `vocabulary`: job states, pricing models, storage classes, hours per month.
