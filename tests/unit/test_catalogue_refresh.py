@@ -39,10 +39,16 @@ def test_refresh_prints_what_changed_and_the_loaders_read_it(catalogue: Path) ->
         "changed: aws p4d.24xlarge us-east-1 purchase options: on_demand;spot;capacity_block -> "
         "on_demand;spot;reservation" in lines
     )
-    # p5.48xlarge: the Linux on-demand 55.04 unchanged (the Windows product at 57 and the unused
-    # capacity reservation at 0 are not read); its capacity block is 8 x 5.970 = 47.76.
-    assert "changed: aws p5.48xlarge us-east-1 capacity-block: - -> 47.76" in lines
+    # p5.48xlarge: the Linux on-demand 55.04 unchanged (the Windows product at 57, the unused
+    # capacity reservation and the Capacity Block product, both at $0.00, are not read as its
+    # price); the Capacity Block product and a reserved term are options.
+    assert (
+        "changed: aws p5.48xlarge us-east-1 purchase options: on_demand;spot;capacity_block -> "
+        "on_demand;spot;capacity_block;reservation" in lines
+    )
     assert not any("p5.48xlarge us-east-1 on-demand" in line for line in lines)
+    # The block rate is not in the Price List ($0.00 usage): p6-b200's stays AWS's page's 113.664.
+    assert not any("capacity-block" in line for line in lines)
     # A region the API sells in and the catalogue lacked; one the answer no longer lists.
     assert "added: aws g4dn.xlarge eu-west-1 row (on_demand 0.587; on_demand;reservation)" in lines
     assert any(line.startswith("removed: aws p6-b200.48xlarge us-west-2 row") for line in lines)
@@ -74,7 +80,7 @@ def test_refresh_prints_what_changed_and_the_loaders_read_it(catalogue: Path) ->
         "added: gcp a3-highgpu-4g europe-west4 row (on_demand 47.5504, spot 14.2568; spot;reservation)"
         in lines
     )
-    assert lines[-1] == f"26 changed, 3 added, 6 removed; written to {catalogue / 'prices.csv'}"
+    assert lines[-1] == f"25 changed, 3 added, 6 removed; written to {catalogue / 'prices.csv'}"
 
     # The loaders now read the refreshed copy, with the fetch day and the API as source.
     assert gpus.prices_file() == catalogue / "prices.csv"
@@ -87,6 +93,7 @@ def test_refresh_prints_what_changed_and_the_loaders_read_it(catalogue: Path) ->
     assert gpus.source(mi300x.on_demand_source).date == "2026-12-06"
     assert not gpus.price("a3-highgpu-1g").sold_on_demand
     assert gpus.price("p4d.24xlarge").region == "us-east-1"  # the reference region stays first
+    assert str(gpus.price("p6-b200.48xlarge").capacity_block_usd_per_h) == "113.664"
     age = gpus.price_age(ON)
     assert age.refreshed and age.newest == ON
 
@@ -139,7 +146,7 @@ def test_without_network_the_refresh_fails_in_one_line_and_writes_nothing(
 def test_the_cli_replays_recorded_answers_twice(catalogue: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["gpu-catalog", "--refresh", "--recorded", str(DAY1)]) == 0
     first = capsys.readouterr().out.splitlines()
-    assert first[-1].startswith("26 changed, 3 added, 6 removed")
+    assert first[-1].startswith("25 changed, 3 added, 6 removed")
     assert main(["gpu-catalog", "--refresh", "--recorded", str(DAY1)]) == 0
     assert (
         capsys.readouterr().out.splitlines()[-1].startswith("no price changed: 18 type x region rows checked")

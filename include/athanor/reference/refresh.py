@@ -4,8 +4,10 @@ Three public APIs, each asked only for the catalogue's own instance types:
 
 - AWS Price List Query API (boto3 ``pricing``, ``get_products`` on ``AmazonEC2`` with the types
   as one ``ANY_OF`` filter, Linux, shared tenancy, no pre-installed software; ``NextToken``
-  paging). On-demand hourly prices; a product whose ``marketoption`` is ``CapacityBlock`` gives
-  the EC2 Capacity Block rate; a Reserved term means the type can be reserved. The Price List
+  paging). On-demand hourly prices; a product whose ``marketoption`` is ``CapacityBlock`` means the
+  type is sold as EC2 Capacity Blocks there (its usage is listed at $0.00, the block being paid up
+  front: the catalogue keeps the block rate of AWS's price page); a Reserved term means the type
+  can be reserved. The Price List
   has no spot prices: a row keeps its spot figure and spot option.
 - Azure Retail Prices API (``https://prices.azure.com/api/retail/prices`` with an OData
   ``$filter`` on the VM sizes, ``NextPageLink`` paging). Linux pay-as-you-go (``Consumption``),
@@ -232,8 +234,13 @@ def aws_quotes(fetch: Fetcher, types: Sequence[str]) -> dict[tuple[str, str], Qu
             price = next((h for h in hourly if h is not None), None)
             q = _quote(quotes, "aws", itype, region)
             if attrs.get("marketoption") == "CapacityBlock":
+                # Sold as Capacity Blocks here. The Price List bills a block's instance hours at
+                # $0.00 (the block is paid up front at its offering's price): a positive rate is
+                # taken, a zero one leaves the catalogue's block rate (AWS's price page) as it is,
+                # and is never read as a free on-demand instance.
+                q.options.add("capacity_block")
                 if price is not None:
-                    q.capacity_block, q.options = price, q.options | {"capacity_block"}
+                    q.capacity_block = price
             elif price is not None:
                 q.on_demand, q.options = price, q.options | {"on_demand"}
             if terms.get("Reserved"):
