@@ -7,6 +7,7 @@ Every expected figure is worked out by hand in the comments.
 
 from __future__ import annotations
 
+import json
 import urllib.error
 from datetime import date
 from decimal import Decimal
@@ -154,3 +155,35 @@ def test_the_cli_replays_recorded_answers_twice(catalogue: Path, capsys: pytest.
     # The catalogue lists the refreshed rows with their options and dates.
     assert main(["gpu-catalog", "--format", "json"]) == 0
     assert '"purchase_options": "on_demand;spot"' in capsys.readouterr().out
+
+
+def test_the_network_fetcher_pages_the_aws_price_list_with_next_token(
+    catalogue: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # boto3's own client, its answers stubbed (botocore Stubber): the request the refresh makes is
+    # checked against the Price List API's model, NextToken included.
+    import boto3
+    from botocore.stub import ANY, Stubber
+
+    client = boto3.client(
+        "pricing", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y"
+    )
+    pages = [json.loads((DAY1 / f"aws_pricing_{n}.json").read_text())["response"] for n in (1, 2)]
+    with Stubber(client) as stub:
+        stub.add_response(
+            "get_products", pages[0], {"ServiceCode": "AmazonEC2", "FormatVersion": "aws_v1", "Filters": ANY}
+        )
+        stub.add_response(
+            "get_products",
+            pages[1],
+            {
+                "ServiceCode": "AmazonEC2",
+                "FormatVersion": "aws_v1",
+                "Filters": ANY,
+                "NextToken": "recorded-aws-page-2",
+            },
+        )
+        monkeypatch.setattr(boto3, "client", lambda *a, **k: client)
+        result = refresh.refresh(refresh.network_fetcher(), on=ON, providers=["aws"])
+        stub.assert_no_pending_responses()
+    assert "changed: aws p4d.24xlarge us-east-1 on-demand: 21.96 -> 21.957642" in result.lines()
