@@ -449,3 +449,25 @@ def test_a_commitment_names_the_offer_its_published_rate_came_from() -> None:
     assert provider_offers.unit_offer("aws", "ml.p4d/us-east-1", flat)[0] == "sagemaker_sp"
     assert provider_offers.unit_offer("azure", "NDasr_A100_v4/eastus", flat)[0] == "azure_reservation"
     assert provider_offers.unit_offer("gcp", "a2-highgpu/us-central1", None)[0] == "gcp_cud"
+
+
+def test_aws_pools_keep_their_words(warehouse) -> None:
+    # The p4d fleet of tests/unit/test_assumptions.py (3 p4d.24xlarge every hour of November in
+    # us-west-2), its jobs not checkpointing, so none goes to spot: 3 units reserved, in the words
+    # AWS rows always had, and the offer fields name AWS's Reserved Instances.
+    from tests.unit.test_assumptions import _fill
+
+    _fill(warehouse)
+    warehouse.execute("update job_run_facts set checkpoint_interval_s = null")
+    nightly.recommend_purchases(warehouse, "r1", AS_OF, nightly.PricingAssumptions(deadline_slack=2.0))
+    action, detail = warehouse.execute(
+        "select action, detail from recommendations where run_id = 'r1' and kind = 'reserved_instances'"
+    ).fetchone()
+    assert action.startswith("Reserve 3 more p4d units (1-year, no upfront) in us-west-2: expected ")
+    facts = json.loads(detail)["commitment"]
+    assert (facts["provider"], facts["offer"], facts["offer_name"]) == (
+        "aws",
+        "standard_ri",
+        "Reserved Instances",
+    )
+    assert _explanation(warehouse).startswith("Commit to 3 p4d units for 1 year (no upfront), expected ")
