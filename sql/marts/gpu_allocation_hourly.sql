@@ -282,7 +282,7 @@ ranked as (
         hour_cents - sum(floor_cents) over machine_hour                         as left_cents,
         row_number() over (
             partition by resource_id, hour
-            order by exact_cents - floor_cents desc, kind, job_id nulls last
+            order by exact_cents - floor_cents desc, kind, job_id nulls last, job_source nulls last
         )                                                                        as remainder_rank
     from floored
     window machine_hour as (partition by resource_id, hour)
