@@ -471,3 +471,45 @@ def test_aws_pools_keep_their_words(warehouse) -> None:
         "Reserved Instances",
     )
     assert _explanation(warehouse).startswith("Commit to 3 p4d units for 1 year (no upfront), expected ")
+
+
+def test_a_fleet_on_aws_and_azure_buys_a_savings_plan_per_cloud(warehouse, tmp_path: Path) -> None:
+    # The p4d fleet (3 an hour in us-west-2) and the two ND A100 v4 VMs (eastus), with
+    # reservations at 0.90x on demand and savings plans at 0.70x: each cloud's plan takes what its
+    # reservations leave, on its own pools. The nightly rows, the plan's steps and the chain
+    # of savings name each in its cloud's words, and the steps add up to the mix's saving.
+    from tests.unit.test_assumptions import _fill
+
+    _fill(warehouse)
+    warehouse.execute("update job_run_facts set checkpoint_interval_s = null")
+    p_od = float(instance("Standard_ND96asr_v4").on_demand_usd_per_h)
+    bill = _azure_focus(tmp_path / "focus-azure.csv", [("nd-0", str(p_od), ""), ("nd-1", str(p_od), "")])
+    ingest_billing(warehouse, [bill], as_of=AS_OF)
+    a = nightly.PricingAssumptions(
+        deadline_slack=2.0, commit_discount_1y=0.1, commit_discount_3y=0.1, savings_plan_discount=0.3
+    )
+    nightly.recommend_purchases(warehouse, "r1", AS_OF, a)
+    plan.compose_plan(warehouse, "r1", AS_OF)
+    plans = [s for s in plan.document(warehouse, "r1")["steps"] if s["kind"] == "savings_plan"]
+    assert [(s["scope"], s["provider"], s["offer"], s["offer_name"]) for s in plans] == [
+        ("all AWS pools", "aws", "compute_sp", "compute savings plan"),
+        ("all Azure pools", "azure", "azure_savings_plan", "Azure savings plan for compute"),
+    ]
+    assert plans[0]["action"].startswith("Buy a compute savings plan of $")
+    assert plans[1]["action"].startswith("Buy an Azure savings plan for compute of $")
+    assert plans[1]["action"].endswith("/hour (1-year, billed monthly)")
+    assert plans[1]["rates"].endswith("not a published rate, applied to the Azure savings plan for compute")
+    (detail, saving) = warehouse.execute(
+        "select detail, estimated_monthly_savings_amount from recommendations where run_id = 'r1' and kind = 'mix'"
+    ).fetchone()
+    mix_detail = json.loads(detail)
+    parts = mix_detail["attribution"]["parts"]
+    assert [p["pools"] for p in parts if p["kind"] == "savings_plan"] == [
+        ["p4d/us-west-2"],
+        ["NDasr_A100_v4/eastus"],
+    ]
+    assert float(saving) == pytest.approx(sum(p["saving"] for p in parts), abs=0.01)
+    # Each plan's $/h is the sum the fleet buys.
+    hourly = {g: sp["hourly_commitment"] for g, sp in mix_detail["savings_plans"].items()}
+    assert set(hourly) == {"aws", "azure"}
+    assert mix_detail["hourly_commitment"] == pytest.approx(sum(hourly.values()))
