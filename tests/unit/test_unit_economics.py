@@ -169,6 +169,8 @@ def test_the_report_reads_the_trend_per_model(economics) -> None:
 
     section = load_unit_economics(economics, date(2026, 3, 1), date(2026, 3, 31))
     assert section.weeks == [date(2026, 3, 2), date(2026, 3, 9)]
+    # A week under way is left out: up to Tuesday 2026-03-10, the week of 2026-03-09 is not whole.
+    assert load_unit_economics(economics, date(2026, 3, 1), date(2026, 3, 10)).weeks == [date(2026, 3, 2)]
     assert section.trend("usd_per_gpu_hour") == {"bert": [pytest.approx(2.225), pytest.approx(1.25)]}
     assert section.trend("usd_per_million_samples") == {
         "bert": [pytest.approx(32 / 7.2), pytest.approx(10 / 1.8)]
@@ -177,6 +179,8 @@ def test_the_report_reads_the_trend_per_model(economics) -> None:
     assert (model["model"], model["runs"], model["costed_runs"]) == ("bert", 4, 3)
     assert model["usd_per_run"] == pytest.approx(54.5 / 3)
     assert model["usd_per_million_samples"] == pytest.approx(42 / 9.0)
+    # The chart: each model's first week = 100; bert's million samples cost 25 % more in week 2.
+    assert section.indexed("usd_per_million_samples") == {"bert": [100.0, pytest.approx(125.0)]}
     assert section.chart() is not None
 
 

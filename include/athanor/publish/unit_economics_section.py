@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, timedelta
 from typing import Any
 
 import duckdb
@@ -41,7 +41,7 @@ def _ratio(row: dict[str, Any], name: str) -> float | None:
 @dataclass(frozen=True)
 class UnitEconomics:
     start: date
-    end: date
+    end: date  # a Monday: the weeks shown end before it
     weekly: list[dict[str, Any]]  # one per week and model: the view's sums
     models: list[dict[str, Any]] = field(default_factory=list)  # one per model: the period's sums + ratios
 
@@ -59,29 +59,42 @@ class UnitEconomics:
         names = [m["model"] for m in self.models if m["costed_runs"]][:CHART_MODELS]
         return {m: [by.get((w, m)) for w in self.weeks] for m in names}
 
+    def indexed(self, ratio: str) -> dict[str, list[float | None]]:
+        """The trend of `ratio` per model as a share of the model's first week with a figure, x 100:
+        models whose costs differ by orders of magnitude (a 70B LLM's million samples against a
+        vision model's) on one scale, each line saying how its own cost moved."""
+        out = {}
+        for model, values in self.trend(ratio).items():
+            first = next((v for v in values if v), None)
+            if first is not None:
+                out[model] = [None if v is None else 100.0 * v / first for v in values]
+        return out
+
     def chart(self) -> Markup | None:
-        """The weekly trend per model: $ per million samples where runs log throughput, else $ per GPU-hour."""
-        series = self.trend("usd_per_million_samples")
-        what, unit = "Cost per million training samples", "USD / million samples"
-        if not any(v is not None for s in series.values() for v in s):
-            series = self.trend("usd_per_gpu_hour")
-            what, unit = "Cost per GPU-hour used", "USD / GPU-hour"
-        series = {m: s for m, s in series.items() if any(v is not None for v in s)}
+        """The weekly trend per model: $ per million samples where runs log throughput, else $ per
+        GPU-hour, each model's first week = 100 (the table gives the dollars)."""
+        series = self.indexed("usd_per_million_samples")
+        what = "Cost per million samples"
+        if not series:
+            series = self.indexed("usd_per_gpu_hour")
+            what = "Cost per GPU-hour"
         if not series:
             return None
         return charts.line_chart(
             "chart-unit-economics",
             [f"{w:%d %b}" for w in self.weeks],
             series,
-            title=f"{what}, by model, week by week",
-            y_format=lambda v: f"${v:,.2f}",
+            title=f"{what} by model, weekly (each model's first week = 100)",
+            y_format=lambda v: f"{v:,.0f}",
             x_title="Week (Monday, UTC, of the runs' start)",
-            y_title=unit,
+            y_title="Index (first week = 100)",
         )
 
 
 def load_unit_economics(con: duckdb.DuckDBPyConnection, start: date, end: date) -> UnitEconomics:
-    """The section's figures for the weeks starting in [start, end)."""
+    """The section's figures for the whole weeks within [start, end): a week still under way (the
+    run's own) holds only the runs that finished in its first days, a figure unlike the others."""
+    end = end - timedelta(days=end.weekday())  # the Monday on or before end: weeks before it are whole
     weekly = report_rows(con, "unit_economics", {"start": start, "end": end})
     totals: dict[str, dict[str, Any]] = defaultdict(lambda: defaultdict(float))
     for r in weekly:
