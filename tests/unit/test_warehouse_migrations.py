@@ -105,7 +105,8 @@ def test_the_reference_table_reloads_only_when_its_data_files_change(
     files["instances"].write_text("\n".join(lines[:3]) + "\n")  # header and two instance types
     monkeypatch.setitem(migrations.REFERENCE_DATA, "instance_types", files)
     with connect(path) as con:
-        assert con.execute("select count(*) from ref_instance_types").fetchone()[0] == 2
+        ec2 = "select count(*) from ref_instance_types where instance_type not like 'ml.%'"
+        assert con.execute(ec2).fetchone()[0] == 2  # and their SageMaker ml.* twins
         comment = "select comment from duckdb_tables() where table_name = 'ref_instance_types'"
         assert con.execute(comment).fetchone()[0].startswith("Reference")
 
