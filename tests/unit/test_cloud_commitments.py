@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import replace
 from datetime import date, datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -335,8 +336,11 @@ def test_each_cloud_gets_its_own_savings_plan_and_gcp_none() -> None:
         "Buy an Azure savings plan for compute of $43.200/hour (1-year, billed monthly)"
     )
     assert provider_offers.savings_plan_action("aws", 14.4) == "Buy a compute savings plan of $14.400/hour"
-    # One plan in the fleet keeps the scope AWS fleets always had.
+    # One plan in the fleet keeps the scope AWS fleets always had; an Azure plan alone beside AWS
+    # pools a plan could cover is still 'all Azure pools'.
     assert provider_offers.savings_plan_scopes(["aws"]) == {"aws": "all pools"}
+    azure_only = replace(rec, savings_plans={"azure": rec.savings_plans["azure"]}, hourly_commitment=43.2)
+    assert provider_offers.plan_scopes(azure_only)["azure"] == "all Azure pools"
 
 
 def test_a_gcp_committed_use_discount_held_is_netted(

@@ -30,7 +30,7 @@ import pandas as pd
 
 from athanor.recommend import mix
 from athanor.recommend.commitments import existing_profile
-from athanor.recommend.provider_offers import savings_plan_scopes
+from athanor.recommend.provider_offers import plan_scopes
 from athanor.recommend.savings_plan import pivot_demand
 
 OPTIONS = ("reserved", "savings_plan", "spot", "on_demand")
@@ -177,7 +177,7 @@ def mix_parts(
     # One savings plan per cloud that sells one (athanor.recommend.provider_offers), in the order
     # the mix sized them, each on what the reservations and the plans before it leave.
     hourly = rec.hourly_by_plan
-    scopes = savings_plan_scopes(hourly)
+    scopes = plan_scopes(rec)
     running: dict[str, float] = {}
     for group, commitment in hourly.items():
         running[group] = commitment

@@ -558,7 +558,7 @@ def commitment_facts(
             out[p.pool]["provider"], p.pool, out[p.pool]["rates"]
         )
     hourly = rec.hourly_by_plan
-    scopes = provider_offers.savings_plan_scopes(hourly)
+    scopes = provider_offers.plan_scopes(rec)
     for group, commitment in hourly.items():
         sp = rec.savings_plans.get(group, rec.savings_plan)
         name = provider_offers.offers_of(group).savings_plan_name if group != "all" else "savings plan"
@@ -897,7 +897,7 @@ def _store_mix(
                 {**p.to_dict(), "commitment": facts.get(p.pool, {})},
             )
         )
-    scopes = provider_offers.savings_plan_scopes(rec.hourly_by_plan)
+    scopes = provider_offers.plan_scopes(rec)
     for group, hourly in rec.hourly_by_plan.items():
         found = rec.savings_plans.get(group, rec.savings_plan)
         sp = {} if found is None else found.to_dict()

@@ -214,3 +214,15 @@ def unit_offer(provider: str, pool: str, rates: str | None) -> tuple[str, str]:
         return "sagemaker_sp", OFFER_NAMES["sagemaker_sp"]
     words = offers_of(provider)
     return words.unit_offer, words.unit_name
+
+
+def plan_scopes(rec: MixRecommendation) -> dict[str, str]:
+    """The scope of each savings plan the mix bought (`savings_plan_scopes`), counting every cloud
+    whose pools a plan could cover: an Azure plan beside AWS pools no plan was bought for is 'all
+    Azure pools', not 'all pools'."""
+    groups = rec.assumptions.get("sp_group_by_pool")
+    discounts = rec.assumptions.get("sp_discount_by_pool")
+    if not isinstance(groups, Mapping) or not isinstance(discounts, Mapping):
+        return savings_plan_scopes(rec.hourly_by_plan)
+    eligible = [str(g) for p, g in groups.items() if float(discounts.get(p, 0.0)) > 0]
+    return savings_plan_scopes([*rec.hourly_by_plan, *eligible])
