@@ -33,6 +33,8 @@ try:  # the real S3-compatible server (Ceph RadosGW), started once per session o
 except ImportError:  # pragma: no cover - only while the support module is absent
     pass
 
+# New warehouse files start as a copy of one migrated empty warehouse (tests/support/warehouse_template.py).
+from tests.support.warehouse_template import real_warehouse_migrations, warehouse_template  # noqa: E402, F401
 
 # A test in one of these folders must carry the folder's marker, or `-m "not integration"`
 # would run it in the fast tier.

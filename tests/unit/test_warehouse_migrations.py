@@ -14,6 +14,9 @@ from athanor.warehouse import connect, migrations
 SCHEMA_FILES = sorted(p.stem for p in migrations.SCHEMA_DIR.glob("*.sql"))
 REFERENCES = [f"reference/{name}" for name in migrations.REFERENCE_DATA]
 
+# These tests are about migrating new files: not the copied template (tests/support/warehouse_template.py).
+pytestmark = pytest.mark.usefixtures("real_warehouse_migrations")
+
 
 def _ledger(path: Path) -> dict[str, tuple[str, object]]:
     with duckdb.connect(str(path), read_only=True) as con:
