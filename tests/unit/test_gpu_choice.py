@@ -5,6 +5,7 @@ Every expected number is computed by hand in the comments.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pandas as pd
@@ -72,6 +73,16 @@ def test_scaling_fit_recovers_a_known_efficiency() -> None:
 def _gpu(name: str, gpus: int, hourly: float) -> Candidate:
     # Same GPU (312 TFLOPS, 80 GiB, 400 W), same 2 $ per GPU-hour; 1.1 PUE, 400 gCO2e/kWh.
     return Candidate(name, "aws", "r1", gpus, "A100-80GB", 80.0, hourly, 312.0, 2039.0, 400.0, 400.0, 1.1)
+
+
+def test_an_idle_gpu_counts_its_idle_watts_in_the_plans_carbon() -> None:
+    # A100-80GB curve: 62.1 W idle, 400 W at full use. 10 GPU-hours x 1.1 PUE x 400 g/kWh.
+    a100 = _gpu("gpu.8x", 8, 16.0)
+    assert gpu_choice.kgco2e(10, a100, 0.0) == pytest.approx(10 * 0.0621 * 1.1 * 0.4)
+    assert gpu_choice.kgco2e(10, a100, None) == pytest.approx(10 * 0.400 * 1.1 * 0.4)  # unknown: full
+    # No catalogue model, so no curve: board power x utilisation, as before.
+    unknown = dataclasses.replace(a100, gpu_model=None)
+    assert gpu_choice.kgco2e(10, unknown, 0.5) == pytest.approx(10 * 0.2 * 1.1 * 0.4)
 
 
 def test_eight_gpu_class_moves_to_four_with_slack_1_5_and_stays_with_slack_1_2() -> None:

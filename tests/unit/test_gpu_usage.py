@@ -398,8 +398,9 @@ def test_measured_utilisation_replaces_the_assumed_one_in_the_gpu_plan(warehouse
     reason, kg = warehouse.execute("select reason, kgco2e_per_run_current from gpu_plan").fetchone()
     assert "carbon at the measured mean GPU utilisation, 25 % (telemetry)" in reason
     assert "utilisation unknown" not in reason
-    # A quarter of the full-power figure: 8 GPU-hours x 400 W x 0.25 x PUE 1.135 x 379.069 g/kWh.
-    assert kg == pytest.approx(8 * 0.4 * 0.25 * 1.135 * 0.379069, rel=1e-4)
+    # The A100's power curve at 25 %: 62.1 W idle + (400 - 62.1) x 0.25 = 146.575 W, not a quarter
+    # of 400 W (an idle A100 still draws 62 W). 8 GPU-hours x 0.146575 kW x PUE 1.135 x 379.069 g/kWh.
+    assert kg == pytest.approx(8 * 0.146575 * 1.135 * 0.379069, rel=1e-4)
 
 
 def test_idle_rule_refuses_settings_out_of_range() -> None:

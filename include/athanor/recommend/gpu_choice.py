@@ -22,7 +22,8 @@ the GPU types of the class's own cloud unless candidate types are named:
   in memory and finishes within ``deadline_slack`` x the current hours; a team budget, when set,
   may trade the deadline for cost (said so in the reason);
 - the cost-time frontier lists the configurations no other one beats on both cost and hours;
-- carbon per run = GPU-hours x board power x utilisation x PUE x grid intensity. Utilisation is
+- carbon per run = GPU-hours x power at the utilisation x PUE x grid intensity, power from the
+  GPU model's idle-to-maximum curve (athanor.reference.power: idle watts at 0 %). Utilisation is
   the class's mean measured from GPU telemetry (athanor.recommend.gpu_usage) where its runs have
   samples; job logs carry none, so otherwise it is 1 (the upper bound), and the reason says
   which. A lower-carbon option at no extra cost (another region or type, same hours limit) is
@@ -55,7 +56,7 @@ from athanor.model.performance import (
     memory_requirement,
 )
 from athanor.recommend.phases import PHASE_DEFAULTS, purchase_words
-from athanor.reference import benchmarks, egress
+from athanor.reference import benchmarks, egress, power
 from athanor.reference import gpus as catalog
 from athanor.reference.vocabulary import HOURS_PER_MONTH, JOB_PHASES
 
@@ -345,11 +346,23 @@ class ClassPlan:
 
 
 def kgco2e(gpu_hours: float, c: Candidate, utilisation: float | None) -> float | None:
-    """GPU-hours x board power x utilisation (1 when unknown) x PUE x grid intensity, in kg."""
-    if c.board_power_w is None or c.gco2e_per_kwh is None:
+    """GPU-hours x power at the utilisation (1 when unknown) x PUE x grid intensity, in kg.
+
+    Power is the GPU model's idle-to-maximum curve (athanor.reference.power), the one the measured
+    energy falls back on, so an idle GPU is never counted at zero watts; a model without a curve
+    takes its board power x utilisation.
+    """
+    if c.gco2e_per_kwh is None:
         return None
-    kwh = gpu_hours * c.board_power_w / 1000 * (1.0 if utilisation is None else utilisation) * c.pue
-    return kwh * c.gco2e_per_kwh / 1000
+    u = 1.0 if utilisation is None else utilisation
+    board = power.curve(c.gpu_model)
+    if board is not None:
+        watts = board.watts(u)
+    elif c.board_power_w is not None:
+        watts = c.board_power_w * u
+    else:
+        return None
+    return gpu_hours * watts / 1000 * c.pue * c.gco2e_per_kwh / 1000
 
 
 def _find(candidates: Sequence[Candidate], instance_type: str) -> Candidate | None:
