@@ -202,6 +202,16 @@ def test_cents_are_shared_by_largest_remainder(warehouse, tmp_path: Path) -> Non
         (1, "2", Decimal("3.75")),
         (1, "3", Decimal("2.50")),
     ]
+    # The period's summary shares its cents the same way, over the exact sums: teams a and b
+    # 7.50375, c 5.0025 -> 7.50 + 7.50 + 5.00, and the cent left of 20.01 to a (a tie, key order).
+    summary = allocation_summary(warehouse)
+    assert summary["billed_usd"] == 20.01
+    assert [(t["team"], t["allocated_usd"]) for t in summary["teams"]] == [
+        ("a", 7.51),
+        ("b", 7.5),
+        ("c", 5.0),
+    ]
+    assert [(j["job_id"], j["cost_usd"]) for j in summary["jobs"]] == [("1", 7.5), ("2", 7.5), ("3", 5.0)]
 
 
 def test_allocation_command_prints_the_issue_shape(settings, cluster, capsys) -> None:

@@ -151,47 +151,72 @@ def _insert(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
 def allocation_summary(
     con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
 ) -> dict[str, Any]:
-    """What `athanor allocation` prints for [since, until) (hours of gpu_allocation_hourly):
-    billed, allocated and idle USD, per job and per team; amounts in cents that add up."""
+    """What `athanor allocation` prints for [since, until) (hours of gpu_allocation_hourly).
+
+    Amounts are the exact shares summed, then rounded to the cent: `billed_usd` is the period's
+    bill, and the team cells (allocated and idle per team, and what nobody's) share its cents by
+    largest remainder, so teams add up to allocated + idle + unattributed = billed to the cent.
+    (Each machine-hour's rows add up to that hour's rounded bill in `cost_cents_usd`; summing
+    those over thousands of hours would drift from the period's bill by the hours' roundings.)
+    A job's cost is its exact share rounded."""
     where = "where (?::timestamp is null or hour >= ?::timestamp) and (?::timestamp is null or hour < ?::timestamp)"
     params = [since, since, until, until]
-    total = con.execute(
-        f"""select coalesce(sum(cost_cents_usd), 0),
-                   coalesce(sum(cost_cents_usd) filter (where kind in ('job', 'tagged', 'team_tagged')), 0),
-                   coalesce(sum(cost_cents_usd) filter (where kind = 'idle'), 0),
-                   coalesce(sum(cost_cents_usd) filter (where kind = 'unattributed'), 0)
-            from gpu_allocation_hourly {where}""",
+    cells = con.execute(
+        f"""select team,
+                   case when kind in ('job', 'tagged', 'team_tagged') then 'allocated' else kind end as part,
+                   sum(cost_usd)
+            from gpu_allocation_hourly {where}
+            group by all
+            order by team nulls last, part""",
         params,
-    ).fetchone()
+    ).fetchall()
+    exact = {(team, part): Decimal(value) for team, part, value in cells}
+    cents = _largest_remainder(exact)
     jobs = con.execute(
-        f"""select job_id, any_value(team), sum(gpu_seconds) / 3600, sum(cost_cents_usd)
+        f"""select job_id, any_value(team), sum(gpu_seconds) / 3600, sum(cost_usd)
             from gpu_allocation_hourly {where} and kind in ('job', 'tagged')
             group by job_id, job_source
-            order by sum(cost_cents_usd) desc, job_id""",
+            order by sum(cost_usd) desc, job_id""",
         params,
     ).fetchall()
-    teams = con.execute(
-        f"""select team,
-                   coalesce(sum(cost_cents_usd) filter (where kind in ('job', 'tagged', 'team_tagged')), 0),
-                   coalesce(sum(cost_cents_usd) filter (where kind = 'idle'), 0)
-            from gpu_allocation_hourly {where} and kind <> 'unattributed'
-            group by team
-            order by team nulls last""",
-        params,
-    ).fetchall()
+
+    def part(name: str) -> Decimal:
+        return sum((v for (_, p), v in cents.items() if p == name), Decimal(0))
+
+    teams = sorted({t for t, p in cents if p != "unattributed"}, key=lambda t: (t is None, t or ""))
     return {
-        "billed_usd": _money(total[0]),
-        "allocated_usd": _money(total[1]),
-        "idle_usd": _money(total[2]),
-        "unattributed_usd": _money(total[3]),
+        "billed_usd": float(sum(cents.values(), Decimal(0))),
+        "allocated_usd": float(part("allocated")),
+        "idle_usd": float(part("idle")),
+        "unattributed_usd": float(part("unattributed")),
         "jobs": [
             {"job_id": j, "team": t, "gpu_hours": round(float(h), 6), "cost_usd": _money(c)}
             for j, t, h, c in jobs
         ],
-        "teams": [{"team": t, "allocated_usd": _money(a), "idle_usd": _money(i)} for t, a, i in teams],
+        "teams": [
+            {
+                "team": t,
+                "allocated_usd": float(cents.get((t, "allocated"), Decimal(0))),
+                "idle_usd": float(cents.get((t, "idle"), Decimal(0))),
+            }
+            for t in teams
+        ],
     }
 
 
+CENT = Decimal("0.01")
+
+
+def _largest_remainder(exact: dict[Any, Decimal]) -> dict[Any, Decimal]:
+    """Each amount in cents, floors first, the cents the rounded total still lacks one each to the
+    largest remainders (ties in key order), so the parts add up to the rounded total."""
+    total = sum(exact.values(), Decimal(0)).quantize(CENT)
+    floors = {k: (v / CENT).to_integral_value(rounding="ROUND_FLOOR") * CENT for k, v in exact.items()}
+    left = int((total - sum(floors.values(), Decimal(0))) / CENT)
+    order = sorted(exact, key=lambda k: (-(exact[k] - floors[k]), str(k)))
+    return {k: floors[k] + (CENT if i < left else 0) for i, k in enumerate(order)} if exact else {}
+
+
 def _money(value: Decimal | float | int | None) -> float:
-    """Cents as a JSON number (the sums are whole cents already)."""
-    return float(Decimal(value or 0).quantize(Decimal("0.01")))
+    """An exact amount as a JSON number of cents."""
+    return float(Decimal(value or 0).quantize(CENT))
