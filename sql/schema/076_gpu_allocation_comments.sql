@@ -30,7 +30,7 @@ comment on column gpu_allocation_hourly.resource_id is 'The billed machine: the 
 comment on column gpu_allocation_hourly.node is 'The scheduler''s name of the machine, where a job named it.';
 comment on column gpu_allocation_hourly.instance_type is 'The billed instance type.';
 comment on column gpu_allocation_hourly.pool is 'The node pool idle is reported per: the instance type.';
-comment on column gpu_allocation_hourly.kind is 'job (held by a scheduler job) | idle (held by none) | tagged (the bill''s job_id tag: the whole machine-hour) | team_tagged (only a team tag) | unattributed (neither).';
+comment on column gpu_allocation_hourly.kind is 'job (held by a Slurm job or a Kubernetes pod) | idle (a cluster node''s GPU-seconds held by none, or a reservation''s unused hour) | tagged (the bill''s job_id tag: the whole machine-hour) | team_tagged (only a team tag) | unattributed (neither).';
 comment on column gpu_allocation_hourly.job_id is 'The job as its scheduler wrote it (array tasks 123_1; a pod''s name); null for idle, team_tagged and unattributed rows.';
 comment on column gpu_allocation_hourly.job_source is 'Where the holder comes from: slurm | kubernetes (job_runs.source: a job''s node list, a pod''s node) | dcgm (a pod the DCGM exporter named on the GPU; no pod list had it) | bill_tag.';
 comment on column gpu_allocation_hourly.team is 'The job''s team; for idle and team_tagged rows the machine''s team tag (bill or instance), if any.';
