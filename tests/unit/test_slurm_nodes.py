@@ -150,3 +150,24 @@ def test_too_many_bad_records_refuse_the_log(tmp_path: Path) -> None:
         "sacct.txt: 3 problems, first 3:\n  sacct.txt row 2, column NNodes: not an integer"
     )
     assert len(read_job_runs(path, max_bad_share=0.2)) == 17
+
+
+def test_a_generic_log_may_name_its_jobs_nodes(tmp_path: Path) -> None:
+    # The optional node_list column of the generic schema: comma-separated or compacted hosts.
+    path = tmp_path / "jobs.csv"
+    head = "job_id,submit_time,start_time,end_time,state,instance_type,instance_count,gpus_per_instance,pricing_model,node_list\n"
+    row = "{id},2026-11-03T00:00:00,2026-11-03T00:00:00,2026-11-03T01:00:00,completed,p4d.24xlarge,{n},8,on_demand,{nodes}\n"
+    path.write_text(
+        head
+        + row.format(id="j1", n=2, nodes='"ip-10-0-1-[11-12]"')
+        + row.format(id="j2", n=2, nodes='"a1,b2"')
+        + row.format(id="j3", n=1, nodes="")
+    )
+    df = read_job_runs(path).set_index("job_id")
+    assert df.loc["j1", "node_list"] == "ip-10-0-1-11,ip-10-0-1-12" and df.loc["j2", "node_list"] == "a1,b2"
+    assert pd_isna(df.loc["j3", "node_list"])
+    path.write_text(head + row.format(id="j1", n=1, nodes="n[1-"))
+    with pytest.raises(
+        JobRunError, match=r"jobs.csv row 1, column node_list: not a host list: unbalanced '\['"
+    ):
+        read_job_runs(path)

@@ -10,6 +10,7 @@ import pandas as pd
 
 from athanor.ingest.jobs.canonical import MAX_INTEGER, TOO_LARGE, clean_text
 from athanor.ingest.jobs.problems import JobRunError, Problem, Problems
+from athanor.ingest.jobs.slurm import expand_hostlist
 from athanor.reference import JOB_PRICING_MODELS, JOB_STATES
 
 # Required in a generic file; the other schema columns are optional (empty when absent).
@@ -36,10 +37,12 @@ GENERIC_OPTIONAL = (
     "samples_per_second",
     "phase",
     "platform",
+    "node_list",
 )
-# The documented generic schema in file order (README, "Job-run schema"); `platform` is an
-# optional extra of SageMaker-derived files, not part of it.
-GENERIC_COLUMNS = GENERIC_REQUIRED + tuple(c for c in GENERIC_OPTIONAL if c != "platform")
+# The documented generic schema in file order (README, "Job-run schema"); `platform` (an
+# optional extra of SageMaker-derived files) and `node_list` (the hosts of a scheduler without a
+# reader of its own, for the allocation by GPU-seconds) are optional extras, not part of it.
+GENERIC_COLUMNS = GENERIC_REQUIRED + tuple(c for c in GENERIC_OPTIONAL if c not in ("platform", "node_list"))
 
 
 def _timestamps(s: pd.Series, column: str, rows: pd.Series, problems: Problems) -> pd.Series:
@@ -171,9 +174,25 @@ def parse_generic(data: bytes, name: str) -> tuple[pd.DataFrame, Problems, list[
     frame["checkpointing"] = pd.array(
         np.where(frame["checkpoint_interval_s"].notna(), True, None), dtype="boolean"
     )
+    frame["node_list"] = _node_lists(clean_text(column_or_empty("node_list")), rows, problems)
     frame["billable_s"] = np.nan
     frame["source"] = "generic"
     frame["source_row"] = rows
     frame["_gpu_total"] = pd.NA
     frame["_elapsed_s"] = np.nan
     return frame, problems, [], {}
+
+
+def _node_lists(text: pd.Series, rows: pd.Series, problems: Problems) -> pd.Series:
+    """The optional node_list column: host names, comma-separated or in Slurm's compacted form."""
+    out: list[str | None] = []
+    for i, value in enumerate(text):
+        if not isinstance(value, str):
+            out.append(None)
+            continue
+        try:
+            out.append(",".join(expand_hostlist(value)) or None)
+        except ValueError as error:
+            problems.add(int(rows.iloc[i]), "node_list", f"not a host list: {error}", repr(value[:80]))
+            out.append(None)
+    return pd.Series(out, index=text.index, dtype="str")
