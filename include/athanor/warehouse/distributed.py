@@ -5,7 +5,8 @@ snapshot is a list of Parquet data files on a bucket. Here a Dask cluster (a sch
 workers on as many machines as there are) reads them: one task per data file reads its
 columns through pyarrow's S3 filesystem, filters and sums that file alone in Arrow, and a tree
 of combining tasks sums the partial sums. The client process only plans (pyiceberg lists the
-snapshot's files) and receives the final few rows.
+snapshot's files) and receives the final few rows. Every function takes the cluster's
+`distributed.Client`, or None to run the same graph on Dask's threads in this process.
 
 What each task reads is what the DuckDB view reads (`lake._view`): the snapshot's data files,
 read with the table's own schema (a column added since a file was written reads as null). The
@@ -226,13 +227,19 @@ def _tree(parts: list[Any], combine: Callable[..., Any], *args: Any) -> Any:
     return parts[0]
 
 
-def _compute(client: Client, what: str, graph: Any) -> Any:
+def _compute(client: Client | None, what: str, graph: Any) -> Any:
+    """The graph's result, on the cluster of `client`; None: Dask's threads in this process
+    (the same graph on one machine, for a laptop or a test without a cluster)."""
+    import dask
+
     started = time.monotonic()
-    result = client.compute(graph).result()
-    workers = len(client.scheduler_info(n_workers=-1)["workers"])
-    logger.info(
-        "distributed: %s computed on %d worker(s) in %.2f s", what, workers, time.monotonic() - started
-    )
+    if client is None:
+        (result,) = dask.compute(graph, scheduler="threads")
+        where = "this process's threads"
+    else:
+        result = client.compute(graph).result()
+        where = f"{len(client.scheduler_info(n_workers=-1)['workers'])} worker(s)"
+    logger.info("distributed: %s computed on %s in %.2f s", what, where, time.monotonic() - started)
     return result
 
 
@@ -241,7 +248,7 @@ def _snapshot(snapshots: dict[str, int] | None, name: str) -> int | None:
 
 
 def monthly_totals(
-    client: Client, cfg: lake.LakeConfig, snapshots: dict[str, int] | None = None
+    client: Client | None, cfg: lake.LakeConfig, snapshots: dict[str, int] | None = None
 ) -> list[MonthlyTotal]:
     """Lines, billed and effective cost per billing account, billing period and currency.
 
@@ -262,7 +269,7 @@ def monthly_totals(
 
 
 def gpu_hours_by_pool(
-    client: Client, cfg: lake.LakeConfig, snapshots: dict[str, int] | None = None
+    client: Client | None, cfg: lake.LakeConfig, snapshots: dict[str, int] | None = None
 ) -> list[PoolHours]:
     """Billed instance-hours and GPU-hours of compute usage per GPU pool (family/region)."""
     from dask import delayed
@@ -283,7 +290,7 @@ def gpu_hours_by_pool(
 
 
 def spend_explained(
-    client: Client,
+    client: Client | None,
     cfg: lake.LakeConfig,
     start: date | datetime,
     end: date | datetime,
