@@ -15,7 +15,7 @@
    figures must equal DuckDB's (the bench stops otherwise).
 
 Prints a table (engine, workers or threads, figure, rows in the table, data files, median s,
-cold s) and the cluster's start-up time. On a 2-core machine the scheduler, the client, RadosGW
+cold s), the cluster's start-up time and each worker's peak RSS. On a 2-core machine the scheduler, the client, RadosGW
 and the workers share the same two cores: the table says what the engine costs here, not how
 it scales on machines of their own.
 """
@@ -171,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
                 rows_out.append(("duckdb", f"{threads} thread(s)", name, total, files, warm, cold))
         con.close()
 
-        startup = {}
+        startup: dict[int, float] = {}
+        peaks: dict[int, list[float]] = {}
         for workers in (int(n) for n in args.workers.split(",")):
             # Arrow's thread pool to one thread: a worker is one core's worth of work.
             cluster = start_dask_cluster(
@@ -185,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
                     if not same(result, reference[name]):
                         raise SystemExit(f"{name} on {workers} Dask worker(s) differs from DuckDB's")
                     rows_out.append(("dask", f"{workers} worker(s)", name, total, files, warm, cold))
+                peaks[workers] = sorted(client.run(_peak_rss_mib).values())
             finally:
                 cluster.stop()
 
@@ -195,9 +197,20 @@ def main(argv: list[str] | None = None) -> int:
     for engine_name, size, name, n, f, warm, cold in rows_out:
         print(f"{engine_name:7} {size:12} {name:18} {n:>10,} {f:>6} {warm:>9.2f} {cold:>7.2f}")
     for workers, seconds in startup.items():
-        print(f"dask cluster of {workers} worker(s) up in {seconds:.1f} s")
+        print(
+            f"dask cluster of {workers} worker(s) up in {seconds:.1f} s; each worker's peak RSS "
+            + ", ".join(f"{mib:.0f}" for mib in peaks[workers])
+            + " MiB"
+        )
     print("every engine's figures equal DuckDB's (DECIMAL, exact)")
     return 0
+
+
+def _peak_rss_mib() -> float:
+    """Run on each worker: its process's peak resident memory."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _next_month(month: date) -> date:

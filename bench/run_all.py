@@ -22,10 +22,14 @@ BENCHES = [
     "gpu_samples",
     "snapshot",
     "nightly",
+    "distributed",
 ]
 # Benches that take arguments, at a size `make bench` finishes in minutes (the full size is in
 # docs/scaling.md).
-ARGS = {"nightly": ["--months", "3", "--rows-per-month", "200000"]}
+ARGS = {
+    "nightly": ["--months", "3", "--rows-per-month", "200000"],
+    "distributed": ["--months", "1", "--rows-per-month", "200000", "--repeat", "1"],
+}
 
 
 def main(argv: list[str]) -> int:
