@@ -172,6 +172,9 @@ def _text_holding(path: Path, needle: str) -> list[str]:
     return found
 
 
+# Two whole nights: the slow tier (`make test`); the webhook check alone stays in the unit tier
+# (test_the_webhook_setting_is_checked_without_quoting_it).
+@pytest.mark.slow
 def test_a_scheme_less_webhook_neither_fails_the_night_nor_is_stored(
     home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

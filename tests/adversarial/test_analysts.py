@@ -33,6 +33,8 @@ def published(home: Path) -> Path:
     return home / "warehouse" / "athanor.duckdb"
 
 
+# A whole night, then four analyses while another process holds the warehouse: the slow tier.
+@pytest.mark.slow
 def test_analyses_answer_from_the_snapshot_while_a_run_holds_the_warehouse(
     published: Path, writer: Callable, capsys: pytest.CaptureFixture[str]
 ) -> None:

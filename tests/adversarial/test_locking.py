@@ -109,6 +109,8 @@ def test_a_second_writer_waits_the_set_time_then_fails_in_one_line(
     assert not (home / "warehouse" / "athanor-snapshot.duckdb").exists()
 
 
+# Two whole nights beside probing processes: seconds of CPU, so the slow tier (`make test`).
+@pytest.mark.slow
 def test_the_run_keeps_the_warehouse_from_the_first_stage_to_the_last(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -146,6 +148,8 @@ def test_the_run_keeps_the_warehouse_from_the_first_stage_to_the_last(
     assert probe.stdout.strip() == "opened"
 
 
+# Whole nights with analysts' processes querying throughout: the slow tier (`make test`).
+@pytest.mark.slow
 def test_analysts_reading_throughout_a_run_neither_break_it_nor_are_broken(
     home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

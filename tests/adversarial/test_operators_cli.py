@@ -63,6 +63,8 @@ def test_quarantine_list_as_json_keeps_the_whole_reason(
     ]
 
 
+# A whole night: the slow tier (`make test`).
+@pytest.mark.slow
 def test_verbose_run_says_each_skipped_delivery_once(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     landing = _landing(home)
     assert cli.main(["run", "--source", str(landing)]) == 0

@@ -15,6 +15,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 FIT = """
 import json, warnings
 import numpy as np, pandas as pd
@@ -38,6 +40,8 @@ def forecast(coretype: str | None) -> list[float]:
     return json.loads(done.stdout)
 
 
+# Two fresh processes importing statsmodels and fitting: seconds, so the slow tier (`make test`).
+@pytest.mark.slow
 def test_the_forecast_is_the_same_under_other_blas_kernels() -> None:
     own, generic = forecast(None), forecast("Prescott")
     assert len(own) == 60 and all(x > 0 for x in own[:30])
