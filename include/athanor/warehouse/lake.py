@@ -14,6 +14,9 @@ filters into it and streams, nothing is copied) UNION ALL the DuckDB table of th
 in this mode only ever holds the rows of a load in progress. Temporary views shadow the file's
 tables, also inside the file's own views (`focus_charges`), so every SQL file reads the lake
 unchanged; the loader's own rows are visible to its quality gate as in the file mode.
+Inside a load the view reads fewer files: those pyiceberg plans from the manifests for the
+load's partitions (and charge hours) as literal values (`narrow_to_load`), less the files it
+replaces whole (`hide_replaced`), so a night reads the partitions it restates, not the history.
 
 Writes: the loader stages a delivery into the DuckDB table as in the file mode (`staging`
 names it), gates it, then `commit_load` replaces its partitions in Iceberg in one commit
