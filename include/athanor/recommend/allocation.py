@@ -102,20 +102,17 @@ def allocate_gpus(
         con.execute("delete from gpu_allocation_hourly")
         _insert(con, run_id)
     unmapped = unmapped_nodes(con)
-    figures = con.execute(
-        """select count(*), count(distinct (resource_id, hour)),
-                  coalesce(sum(cost_cents_usd), 0),
-                  coalesce(sum(cost_cents_usd) filter (where kind in ('job', 'tagged', 'team_tagged')), 0),
-                  coalesce(sum(cost_cents_usd) filter (where kind = 'idle'), 0)
-           from gpu_allocation_hourly"""
+    rows, machine_hours = con.execute(
+        "select count(*), count(distinct (resource_id, hour)) from gpu_allocation_hourly"
     ).fetchone()
+    totals = allocation_summary(con)
     result = AllocationResult(
         node_names=names,
-        machine_hours=int(figures[1]),
-        rows=int(figures[0]),
-        billed_usd=Decimal(figures[2]),
-        allocated_usd=Decimal(figures[3]),
-        idle_usd=Decimal(figures[4]),
+        machine_hours=int(machine_hours),
+        rows=int(rows),
+        billed_usd=Decimal(str(totals["billed_usd"])),
+        allocated_usd=Decimal(str(totals["allocated_usd"])),
+        idle_usd=Decimal(str(totals["idle_usd"])),
         unmapped_nodes=tuple(unmapped),
     )
     logger.info(
