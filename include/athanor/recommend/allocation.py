@@ -14,8 +14,9 @@ tag-based link (`job_run_costs`) leaves the whole cluster unattributed. This mod
 Nodes a job names that no source maps are listed (logged, and returned), never guessed: a
 partition or a look-alike host name says nothing about which instance was billed.
 
-`allocation_summary` is what `athanor allocation` prints: billed = allocated + idle (+ what no
-team is named for), in cents that add up per machine-hour.
+`allocation_summary` is what `athanor allocation` prints and the report's "Cost by team and
+job" section shows: billed = allocated + idle (+ what no team is named for), in cents that add
+up to the period's bill.
 """
 
 from __future__ import annotations
@@ -155,7 +156,8 @@ def allocation_summary(
     largest remainder, so teams add up to allocated + idle + unattributed = billed to the cent.
     (Each machine-hour's rows add up to that hour's rounded bill in `cost_cents_usd`; summing
     those over thousands of hours would drift from the period's bill by the hours' roundings.)
-    A job's cost is its exact share rounded."""
+    A job's cost is its exact share rounded. `kinds` is the same bill by how its hours were
+    shared (KINDS), adding up to the same cents."""
     where = "where (?::timestamp is null or hour >= ?::timestamp) and (?::timestamp is null or hour < ?::timestamp)"
     params = [since, since, until, until]
     cells = con.execute(
@@ -177,10 +179,28 @@ def allocation_summary(
         params,
     ).fetchall()
 
+    # The same bill by how its hours were shared (the report's "by kind"): idle and nobody's are
+    # the team cells' sums, the allocated kinds share the team cells' allocated cents by largest
+    # remainder, so every figure of the page adds up to the same cent.
+    by_kind = con.execute(
+        f"""select case when kind = 'job' and job_source in ('kubernetes', 'dcgm') then 'pods'
+                        when kind = 'job' then 'scheduler_jobs'
+                        else kind end,
+                   sum(cost_usd)
+            from gpu_allocation_hourly {where}
+            group by all""",
+        params,
+    ).fetchall()
+    by_kind_exact = {k: Decimal(v) for k, v in by_kind}
+
     def part(name: str) -> Decimal:
         return sum((v for (_, p), v in cents.items() if p == name), Decimal(0))
 
     teams = sorted({t for t, p in cents if p != "unattributed"}, key=lambda t: (t is None, t or ""))
+    kinds = {k: v for k, v in by_kind_exact.items() if k not in ("idle", "unattributed")}
+    kind_cents = _largest_remainder(kinds, total=part("allocated")) | {
+        k: part(k) for k in ("idle", "unattributed") if k in by_kind_exact
+    }
     return {
         "billed_usd": float(sum(cents.values(), Decimal(0))),
         "allocated_usd": float(part("allocated")),
@@ -198,19 +218,31 @@ def allocation_summary(
             }
             for t in teams
         ],
+        "kinds": {
+            k: float(kind_cents.get(k, Decimal(0))) for k in (*KINDS, *sorted(set(kind_cents) - set(KINDS)))
+        },
     }
 
 
 CENT = Decimal("0.01")
+# allocation_summary's "kinds": bill lines tagged with a job id, machine-hours tagged with only a
+# team, scheduler jobs (Slurm, generic, SageMaker), pods (a pod list or the DCGM exporter's labels),
+# idle GPU-seconds, and hours nothing names (kind unattributed).
+KINDS = ("tagged", "team_tagged", "scheduler_jobs", "pods", "idle", "unattributed")
 
 
-def _largest_remainder(exact: dict[Any, Decimal]) -> dict[Any, Decimal]:
+def _largest_remainder(exact: dict[Any, Decimal], total: Decimal | None = None) -> dict[Any, Decimal]:
     """Each amount in cents, floors first, the cents the rounded total still lacks one each to the
-    largest remainders (ties in key order), so the parts add up to the rounded total."""
-    total = sum(exact.values(), Decimal(0)).quantize(CENT)
+    largest remainders (ties in key order), so the parts add up to the rounded total. `total`: a
+    total in cents fixed elsewhere (within a cent per part of the exact sum); were it below the
+    floors, a cent comes off the smallest remainders."""
+    if total is None:
+        total = sum(exact.values(), Decimal(0)).quantize(CENT)
     floors = {k: (v / CENT).to_integral_value(rounding="ROUND_FLOOR") * CENT for k, v in exact.items()}
     left = int((total - sum(floors.values(), Decimal(0))) / CENT)
     order = sorted(exact, key=lambda k: (-(exact[k] - floors[k]), str(k)))
+    if left < 0:
+        return {k: floors[k] - (CENT if i < -left else 0) for i, k in enumerate(reversed(order))}
     return {k: floors[k] + (CENT if i < left else 0) for i, k in enumerate(order)} if exact else {}
 
 
