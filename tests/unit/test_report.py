@@ -349,6 +349,7 @@ def test_every_section_says_no_data_yet_on_an_empty_warehouse(
         "mix",
         "gpu",
         "gpu-usage",
+        "gpu-allocation",
         "unit-economics",
         "spend-watch",
         "durations",

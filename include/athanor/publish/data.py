@@ -17,6 +17,7 @@ import duckdb
 
 from athanor.ingest.daily import daily_source
 from athanor.model.durations.support import published_quantiles
+from athanor.publish.allocation_section import Allocation, load_allocation
 from athanor.publish.gpu_section import GpuPlanRow, load_gpu_plan
 from athanor.publish.gpu_usage_section import GpuUsage, load_gpu_usage
 from athanor.publish.intake_section import Intake, load_intake
@@ -370,6 +371,7 @@ class ReportData:
     gpu_plan: list[GpuPlanRow] = field(default_factory=list)  # one row per workload class
     spend_watch: SpendWatch | None = None  # None: no spend watch tables in this warehouse
     gpu_usage: GpuUsage | None = None  # None: no gpu_usage_hourly table in this warehouse
+    allocation: Allocation | None = None  # None: no gpu_allocation_hourly table in this warehouse
     unit_economics: UnitEconomics | None = None  # None: no unit_economics_weekly view in this warehouse
     intake: Intake | None = None  # what the night loaded and held back (None: not read)
     # The run's plan (athanor.recommend.plan.document): what `athanor plan` prints; None: none composed.
@@ -625,6 +627,9 @@ def load_report_data(con: duckdb.DuckDBPyConnection, as_of: date, run_id: str) -
         spend_watch=load_spend_watch(con, as_of, run_id, daily),
         gpu_usage=load_gpu_usage(con, w.period_start, w.period_end)
         if _has_table(con, "gpu_usage_hourly")
+        else None,
+        allocation=load_allocation(con, w.period_start, w.period_end)
+        if _has_table(con, "gpu_allocation_hourly")
         else None,
         # The trend needs weeks before the period: the 90 days of the GPU plan's window.
         unit_economics=load_unit_economics(con, as_of - timedelta(days=90), as_of + timedelta(days=1))
