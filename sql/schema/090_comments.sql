@@ -110,7 +110,7 @@ comment on table job_run_facts is 'GPU training jobs from every job-log source. 
 comment on column job_run_facts.load_id is 'Lineage: the delivery (loads.load_id) of the latest report of the job.';
 comment on column job_run_facts.source_file is 'Lineage: the file inside the delivery.';
 comment on column job_run_facts.source_row is 'Lineage: 1-based data row (or record) in that file.';
-comment on column job_run_facts.source is 'Job-log format: generic | slurm | sagemaker.';
+comment on column job_run_facts.source is 'Job-log format: generic | slurm | sagemaker | kubernetes.';
 comment on column job_run_facts.job_id is 'The job''s id in its source.';
 comment on column job_run_facts.submit_time is 'When the job was submitted (UTC).';
 comment on column job_run_facts.start_time is 'When the job started running (UTC).';
@@ -297,7 +297,7 @@ comment on column dq_results.checked_at is 'When the check ran (UTC).';
 
 comment on view job_runs is 'Analysts'' view of job_run_facts (stable names; columns are added, never renamed). Grain: one row per training job.';
 comment on column job_runs.job_id is 'The job''s id in its source.';
-comment on column job_runs.source is 'Job-log format: generic | slurm | sagemaker.';
+comment on column job_runs.source is 'Job-log format: generic | slurm | sagemaker | kubernetes.';
 comment on column job_runs.team is 'Team that ran the job.';
 comment on column job_runs.project is 'Project of the job.';
 comment on column job_runs.model is 'Model being trained.';
