@@ -539,6 +539,70 @@ def test_no_action_saves_more_than_the_bill_charged_what_it_touches(demo: Publis
         within(demo, f"lifecycle rules of s3://{bucket}", saving, billed[bucket])
 
 
+# ------------------------------------------------------------------ cost by team and job (issue 32)
+
+
+def cents(text: str) -> float:
+    """'$1,234.56' -> 1234.56 (the allocation section shows cents)."""
+    return round(float(text.replace("$", "").replace(",", "")), 2)
+
+
+def test_allocation_section_is_the_bills_gpu_usage_lines(published: Published) -> None:
+    start, end = published.period
+    # The bill's GPU usage lines of the period: what sql/marts/gpu_allocation_hourly.sql shares.
+    ((bill,),) = published.query(
+        """select coalesce(sum(effective_cost), 0)::decimal(38, 12) from billing_facts
+           where billing_currency = 'USD' and charge_category = 'Usage' and x_instance_type is not null
+             and coalesce(x_gpu_count, 0) > 0 and coalesce(resource_id, '') <> ''
+             and charge_period_start >= ? and charge_period_start < ?""",
+        [start, end],
+    )
+    html = published.html
+    section = html[html.index('<section id="gpu-allocation"') :]
+    section = section[: section.index("</section>")]
+    line = re.search(
+        r"Billed GPU machine-hours <strong>(\$[\d,.]+)</strong> = allocated <strong>(\$[\d,.]+)</strong>"
+        r" \+ idle <strong>(\$[\d,.]+)</strong>(?: \+ nobody's <strong>(\$[\d,.]+)</strong>)?",
+        section,
+    )
+    if not bill:
+        reconcile(published, "allocation: billed GPU machine-hours (none)", "no data yet" in section, True)
+        return
+    assert line, "the allocation section states the billed GPU machine-hours"
+    billed, allocated, idle = (cents(line.group(i)) for i in (1, 2, 3))
+    nobody = cents(line.group(4)) if line.group(4) else 0.0
+    reconcile(published, "allocation: billed = the bill's GPU usage lines", billed, float(round(bill, 2)))
+    reconcile(
+        published,
+        "allocation: allocated + idle + nobody's = billed",
+        round(allocated + idle + nobody, 2),
+        billed,
+    )
+    # Per team, the page's cells (largest remainder) against a plain sum over the hourly table,
+    # each rounded on its own: within a cent.
+    rows = published.query(
+        """select coalesce(team, 'no team'),
+                  coalesce(sum(cost_usd) filter (where kind in ('job', 'tagged', 'team_tagged')), 0)::double,
+                  coalesce(sum(cost_usd) filter (where kind = 'idle'), 0)::double
+           from gpu_allocation_hourly
+           where hour >= ? and hour < ? and kind <> 'unattributed'
+           group by 1""",
+        [start, end],
+    )
+    table = section[section.index('id="table-gpu-allocation-teams"') :]
+    shown = {
+        team: (cents(a), cents(i))
+        for team, a, i in re.findall(
+            r"<tr><td>([^<]+)</td>\s*<td[^>]*>(\$[\d,.]+)</td>\s*<td[^>]*>(\$[\d,.]+)</td>",
+            table[: table.index("</table>")],
+        )
+    }
+    reconcile(published, "allocation: teams", sorted(shown), sorted(t for t, _, _ in rows))
+    for team, allocated_usd, idle_usd in rows:
+        reconcile(published, f"allocation: {team} allocated", shown[team][0], round(allocated_usd, 2), 0.01)
+        reconcile(published, f"allocation: {team} idle", shown[team][1], round(idle_usd, 2), 0.01)
+
+
 def test_the_real_sample_has_no_gpu_or_storage_action_to_reconcile(real: Published) -> None:
     """The real FOCUS sample bills no GPU instance and delivers no inventory: the checks above of
     the mix, the plan's GPU steps, commitments and storage run on the demo, and here nothing of
