@@ -112,13 +112,15 @@ def _aws_products(doc: Mapping[str, Any]) -> Iterator[tuple[Mapping[str, Any], M
         yield product, {kind: (by_sku or {}).get(sku, {}) for kind, by_sku in terms.items()}
 
 
-def _is_linux_shared_used(attrs: Mapping[str, Any]) -> bool:
+def is_linux_shared_used(attrs: Mapping[str, Any]) -> bool:
+    """An AWS Price List EC2 product that prices a plain instance hour: Linux, shared tenancy, no
+    pre-installed software or licence, used capacity (a capacity reservation's unused or allocated
+    hours are other products). The market option (on-demand or Capacity Block) is the caller's."""
     return (
         attrs.get("operatingSystem") == "Linux"
         and attrs.get("tenancy", "Shared") == "Shared"
         and attrs.get("preInstalledSw", "NA") == "NA"
         and attrs.get("capacitystatus", "Used") == "Used"
-        and attrs.get("marketoption", "OnDemand") == "OnDemand"
         and attrs.get("licenseModel", "No License required") == "No License required"
     )
 
@@ -131,7 +133,8 @@ def _aws_offer(doc: Mapping[str, Any], name: str, out: PriceFileRates, pending: 
     for product, terms in _aws_products(doc):
         attrs = product.get("attributes", {})
         itype, region = attrs.get("instanceType"), attrs.get("regionCode")
-        if not itype or not region or not _is_linux_shared_used(attrs):
+        on_demand_market = attrs.get("marketoption", "OnDemand") == "OnDemand"
+        if not itype or not region or not on_demand_market or not is_linux_shared_used(attrs):
             continue
         sku = str(product.get("sku", "?"))
         for term in (terms.get("OnDemand") or {}).values():

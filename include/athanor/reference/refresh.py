@@ -48,6 +48,7 @@ from typing import Any, Protocol
 
 from athanor.reference import gpus as catalog
 from athanor.reference.paths import DATA_DIR, catalogue_override_dir
+from athanor.reference.price_files import is_linux_shared_used
 
 log = logging.getLogger(__name__)
 
@@ -201,16 +202,6 @@ def aws_request(types: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def _linux_shared(attrs: Mapping[str, Any]) -> bool:
-    return (
-        attrs.get("operatingSystem") == "Linux"
-        and attrs.get("tenancy", "Shared") == "Shared"
-        and attrs.get("preInstalledSw", "NA") == "NA"
-        and attrs.get("licenseModel", "No License required") == "No License required"
-        and attrs.get("capacitystatus", "Used") == "Used"
-    )
-
-
 def aws_quotes(fetch: Fetcher, types: Sequence[str]) -> dict[tuple[str, str], Quote]:
     wanted = {t.lower(): t for t in types}
     quotes: dict[tuple[str, str], Quote] = {}
@@ -222,7 +213,7 @@ def aws_quotes(fetch: Fetcher, types: Sequence[str]) -> dict[tuple[str, str], Qu
             region = attrs.get("regionCode")
             # Linux, shared tenancy, no pre-installed software, as asked (a recorded answer is held to
             # it too); a capacity reservation's unused or allocated hours are other products.
-            if itype is None or not region or not _linux_shared(attrs):
+            if itype is None or not region or not is_linux_shared_used(attrs):
                 continue
             terms = entry.get("terms", {})
             hourly = [
