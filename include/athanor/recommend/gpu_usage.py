@@ -241,29 +241,28 @@ def energy_figures(
     """Energy and carbon of `rows` (a frame shaped as gpu_usage_hourly, or a table name) per `by`
     columns, one row of totals without (sql/marts/gpu_energy_groups.sql): kWh measured and
     modelled, the measured share, kg CO2e, and the GPU-hours of GPUs without a power curve."""
-    relation = rows if isinstance(rows, str) else "gpu_energy_rows"
-    if not isinstance(rows, str):
-        con.register("gpu_energy_rows", rows)
-    try:
-        columns = ", ".join(by) if by else "'all' as scope"
-        return con.execute(sql("marts/gpu_energy_groups", group_columns=columns, rows=relation)).df()
-    finally:
-        if not isinstance(rows, str):
-            con.unregister("gpu_energy_rows")
+    return _grouped(con, "marts/gpu_energy_groups", rows, by)
 
 
 def groups(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame | str, by: Sequence[str] = ()) -> pd.DataFrame:
     """The figures of `rows` (a frame shaped as gpu_usage_hourly, or a table name) per `by` columns;
     one row of totals without `by`."""
-    relation = rows if isinstance(rows, str) else "gpu_usage_rows"
+    return _grouped(con, "marts/gpu_usage_groups", rows, by)
+
+
+def _grouped(
+    con: duckdb.DuckDBPyConnection, mart: str, rows: pd.DataFrame | str, by: Sequence[str]
+) -> pd.DataFrame:
+    """`mart` (a grouping query over {rows} by {group_columns}) run on a table name or a frame."""
+    relation = rows if isinstance(rows, str) else "gpu_grouped_rows"
     if not isinstance(rows, str):
-        con.register("gpu_usage_rows", rows)
+        con.register(relation, rows)
     try:
         columns = ", ".join(by) if by else "'all' as scope"
-        return con.execute(sql("marts/gpu_usage_groups", group_columns=columns, rows=relation)).df()
+        return con.execute(sql(mart, group_columns=columns, rows=relation)).df()
     finally:
         if not isinstance(rows, str):
-            con.unregister("gpu_usage_rows")
+            con.unregister(relation)
 
 
 def _num(value: Any, digits: int) -> float | None:
