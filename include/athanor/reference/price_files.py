@@ -1,8 +1,8 @@
 """Recorded price files, in each provider's own format, read into commitment-rate rows.
 
 One reader for what a price-list pull returns, so the rows of `data/commitment_rates.csv` are
-built by the same code a refresh would run (`athanor gpu-catalog --refresh` can call
-`rates_from_documents` on what it fetched, then `write_commitment_rates`):
+built by code, not typed in (`python -m athanor.reference.price_files`, `main` below;
+`athanor gpu-catalog --refresh` reads list prices only and does not write this table):
 
 - AWS Price List offers: a bulk offer file (``{"products": {sku: ...}, "terms": {"OnDemand":
   {sku: ...}, "Reserved": {sku: ...}}}``) or the Price List Query API's ``PriceList`` items
@@ -350,7 +350,7 @@ def write_commitment_rates(rates: Iterable[CommitmentRate], path: Path) -> int:
 
 
 def with_source(rates: Iterable[CommitmentRate], source_id: str) -> list[CommitmentRate]:
-    """The same rates under another source id (a refresh stamping its own fetch)."""
+    """The same rates under another source id (one pull filed under another source)."""
     return [replace(r, source_id=source_id) for r in rates]
 
 
