@@ -102,6 +102,9 @@ def night(settings: Settings, run_id: str) -> dict:
     return flow.run_stage("load", run, flow.run_stage("land", run, settings=settings), settings=settings)
 
 
+# Four nights' land and load: seconds of CPU, so the slow tier (`make test`); the holding rule
+# itself stays in the unit tier (the tests above), and releasing a held file in test_quarantine.py.
+@pytest.mark.slow
 def test_the_nightly_run_holds_it_and_a_release_lets_it_load(home: Path, capsys) -> None:
     folder = home / "landing" / "billing" / "focus" / "acct-1" / "billing_period=2026-11"
     delivered = write_csv(folder / "focus-2026-11.csv", good_rows())

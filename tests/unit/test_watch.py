@@ -555,6 +555,9 @@ def test_the_report_section_shows_what_the_watch_stored_and_reconciles(warehouse
     assert section.count('<td class="num">4</td>') >= 2  # 7- and 30-day backtests, four folds each
 
 
+# Several runs of the watch with fits: seconds of CPU, so the slow tier (`make test`); a failed
+# send retried by the next run stays in the unit tier (test_a_refused_webhook_is_retried_by_the_next_run).
+@pytest.mark.slow
 def test_alerts_logged_before_a_webhook_was_set_are_sent_by_the_first_run_with_one(
     warehouse, webhook
 ) -> None:
