@@ -21,7 +21,9 @@ from athanor.reference.commitment_rates import load_commitment_rates, unit_rates
 PRICES = Path(__file__).parents[1] / "fixtures" / "prices"
 AWS_FILES = [PRICES / "aws_ec2_offer_us-east-1.json", PRICES / "aws_savings_plans_us-east-1.json"]
 AZURE_FILES = [PRICES / "azure_retail_prices_eastus.json"]
+AWS_RI_FILES = [PRICES / "aws_ec2_reserved_us-east-1.json"]
 AS_OF = date(2026, 9, 27)
+RI_AS_OF = date(2025, 11, 30)
 
 
 def _key(r) -> tuple:
@@ -42,6 +44,28 @@ def test_the_recorded_aws_files_give_the_published_savings_plan_rates() -> None:
     }
     # p4d.24xlarge has an on-demand rate in the offer file but no commitment figure anywhere.
     assert got.on_demand[("aws", "p4d.24xlarge", "us-east-1")] == 21.957642
+
+
+def test_the_recorded_reserved_instance_file_gives_standard_and_convertible_rates() -> None:
+    got = price_files.rates_from_files(AWS_RI_FILES, "vantage_ec2_ri_2025_11", RI_AS_OF)
+    assert got.problems == []
+    rates = {_key(r)[1:5]: (r.effective_usd_per_h, r.on_demand_usd_per_h) for r in got.rates}
+    # No Upfront: the hourly fee is the whole rate.
+    assert {k: v for k, v in rates.items() if k[0] == "p4d.24xlarge"} == {
+        ("p4d.24xlarge", "us-east-1", "standard_ri", 12): (13.921094, 21.957642),
+        ("p4d.24xlarge", "us-east-1", "standard_ri", 36): (9.374219, 21.957642),
+        ("p4d.24xlarge", "us-east-1", "convertible_ri", 12): (16.705312, 21.957642),
+        ("p4d.24xlarge", "us-east-1", "convertible_ri", 36): (14.998754, 21.957642),
+    }
+    # p5.48xlarge has no 1-year Standard RI in the copy; its 3-year Standard RI is the 3-year
+    # EC2 Instance Savings Plan rate of the 2026-09 file to the cent (23.77728).
+    assert {k[2:]: v[0] for k, v in rates.items() if k[0] == "p5.48xlarge"} == {
+        ("standard_ri", 36): 23.77728,
+        ("convertible_ri", 12): 43.344,
+        ("convertible_ri", 36): 40.42138,
+    }
+    assert {r.payment_option for r in got.rates} == {"no_upfront"}
+    assert not {"p5en.48xlarge", "p6-b200.48xlarge", "p3.2xlarge"} & {r.instance_type for r in got.rates}
 
 
 def test_the_recorded_azure_page_gives_reservations_per_hour_of_the_term() -> None:
@@ -66,6 +90,7 @@ def test_the_recorded_azure_page_gives_reservations_per_hour_of_the_term() -> No
 def test_the_shipped_table_is_what_the_reader_builds_from_the_recorded_files() -> None:
     built = price_files.rates_from_files(AWS_FILES, "aws_price_list_2026_09", AS_OF).rates
     built += price_files.rates_from_files(AZURE_FILES, "azure_retail_prices_2026_09", AS_OF).rates
+    built += price_files.rates_from_files(AWS_RI_FILES, "vantage_ec2_ri_2025_11", RI_AS_OF).rates
     shipped = [r for r in load_commitment_rates() if r.provider in ("aws", "azure")]
     assert sorted(shipped, key=_key) == sorted(built, key=_key)
 
@@ -90,10 +115,25 @@ def test_the_p5_and_p4d_us_east_1_rates_the_optimiser_uses_are_the_published_one
     assert labels["p5/us-east-1"][12].startswith(
         "published rate, aws_price_list_2026_09, 2026-09-27: ec2_instance_sp"
     )
-    # p4d: no commitment figure was found, so the flat fallback, and it says so.
-    assert ratio["p4d/us-east-1"] == {12: pytest.approx(0.60), 36: pytest.approx(0.40)}
-    assert labels["p4d/us-east-1"][12].startswith("assumption: flat 40 % 1-year discount (0.60x on-demand")
-    assert labels["p4d/us-east-1"][36].startswith("assumption: flat 60 % 3-year discount (0.40x on-demand")
+    # p4d: the recorded Reserved Instance file's Standard, No Upfront rates, the lowest unit offer:
+    # 13.921094 / 21.957642 = 0.634 (1 year) and 9.374219 / 21.957642 = 0.427 (3 years).
+    ri = json.loads(AWS_RI_FILES[0].read_text())
+    p4d = {int(t["termAttributes"]["LeaseContractLength"][0]) * 12: float(d["pricePerUnit"]["USD"])
+           for t in ri["terms"]["Reserved"]["H7NGEAC6UEHNTKSJ"].values()
+           if t["termAttributes"]["OfferingClass"] == "standard"
+           for d in t["priceDimensions"].values() if d["unit"] == "Hrs"}  # fmt: skip
+    assert p4d == {12: 13.921094, 36: 9.374219}
+    assert ratio["p4d/us-east-1"] == {
+        12: pytest.approx(p4d[12] / 21.957642),
+        36: pytest.approx(p4d[36] / 21.957642),
+    }
+    assert ratio["p4d/us-east-1"] == {12: pytest.approx(0.634, abs=5e-4), 36: pytest.approx(0.427, abs=5e-4)}
+    assert labels["p4d/us-east-1"][12].startswith(
+        "published rate, vantage_ec2_ri_2025_11, 2025-11-30: standard_ri"
+    )
+    assert labels["p4d/us-east-1"][36].startswith(
+        "published rate, vantage_ec2_ri_2025_11, 2025-11-30: standard_ri"
+    )
     # Azure ND A100 v4 (80 GB): 183722 / 8760 / 32.77 = 0.64; 378926 / 26280 / 32.77 = 0.44.
     assert ratio["NDamsr_A100_v4/eastus"] == {
         12: pytest.approx(183722 / 8760 / 32.77, abs=1e-6),
