@@ -405,7 +405,10 @@ def _tags(items: list[dict[str, str]] | None) -> dict[str, str]:
 
 
 def _load_json(src: str | Path | dict[str, Any], top: str) -> list[dict[str, Any]]:
-    doc = src if isinstance(src, dict) else json.loads(Path(src).read_text())
+    try:
+        doc = src if isinstance(src, dict) else json.loads(Path(src).read_text())
+    except json.JSONDecodeError as exc:
+        raise InventoryError(str(src), f"not readable JSON: {exc}") from None
     if top not in doc:
         raise InventoryError(
             str(src) if not isinstance(src, dict) else "<dict>", f"expected top-level key {top!r}", column=top
@@ -498,7 +501,16 @@ def read_ec2_instances(src: str | Path | dict[str, Any], team_tag: str = "team")
                 )
             tags = _tags(instance.get("Tags"))
             launch = instance.get("LaunchTime")
-            ts = pd.Timestamp(launch) if launch else None
+            try:
+                ts = pd.Timestamp(launch) if launch else None
+            except (TypeError, ValueError):
+                raise InventoryError(
+                    name,
+                    f"reservation {r}, instance {i} ({instance['InstanceId']}): LaunchTime must be an "
+                    "ISO 8601 time",
+                    column="LaunchTime",
+                    value=launch,
+                ) from None
             if ts is not None:
                 ts = (ts.tz_convert("UTC") if ts.tzinfo else ts.tz_localize("UTC")).tz_localize(None)
             rows.append(
