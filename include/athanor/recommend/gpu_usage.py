@@ -42,7 +42,7 @@ import pandas as pd
 
 from athanor.recommend.gpu_choice import DEFAULT_GROUP_BY
 from athanor.recommend.nightly import Recommendation, store_recommendations
-from athanor.reference.vocabulary import HOURS_PER_MONTH
+from athanor.reference.vocabulary import HOURS_PER_MONTH, MIG_SLICES
 from athanor.warehouse import sql, transaction
 
 logger = logging.getLogger(__name__)
@@ -55,7 +55,6 @@ WINDOW_DAYS = 30
 FEWER_GPUS_SHARE = 0.5
 # Busy time this light (utilisation and memory both below it) fits on a slice of the GPU.
 SMALLER_GPU_SHARE = 0.5
-MIG_SLICES = 7  # an A100 or H100 splits into at most 7 MIG compute slices
 TOP_MACHINES = 5  # named in an idle_gpu recommendation's detail, the costliest first
 NO_WINDOW = (datetime(1970, 1, 1), datetime(1970, 1, 1))  # an empty window: no rows, typed columns
 

@@ -10,6 +10,12 @@ from __future__ import annotations
 HOURS_PER_MONTH = 730.0
 HOURS_PER_YEAR = 8760.0
 
+# ---------------------------------------------------------------- GPUs
+
+# Compute slices of a whole GPU for MIG: 7 on A100 / H100 / H200 / B200; A30's MIG splits 4 ways.
+MIG_SLICES = 7
+MIG_SLICES_BY_MODEL = (("A30", 4),)
+
 # ---------------------------------------------------------------- training jobs
 
 JOB_STATES = ("completed", "failed", "cancelled", "preempted", "running")

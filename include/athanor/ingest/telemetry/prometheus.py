@@ -43,6 +43,7 @@ from typing import Any
 
 from athanor.ingest.errors import IngestError
 from athanor.ingest.telemetry.samples import Samples, expect, read_json
+from athanor.reference.vocabulary import MIG_SLICES, MIG_SLICES_BY_MODEL
 
 FORMAT = "prometheus_dcgm"
 METRICS = {
@@ -54,9 +55,6 @@ METRICS = {
     "DCGM_FI_DEV_POWER_USAGE": "power",
 }
 _EXPORTER_PODS = ("dcgm-exporter", "nvidia-dcgm-exporter")
-# Compute slices of a whole GPU for MIG: 7 on A100 / H100 / H200 / B200; A30's MIG splits 4 ways.
-MIG_SLICES = 7
-MIG_SLICES_BY_MODEL = (("A30", 4),)
 _MIG_PROFILE = re.compile(r"^(?P<slices>[1-8])g\.", re.IGNORECASE)
 PARENT_OF_MIG = "parent-GPU series beside its MIG instances"
 _RESOURCE_NAME = re.compile(r"^(i-[0-9a-f]{8,17})(?:\.|$)")
