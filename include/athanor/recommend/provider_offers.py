@@ -29,35 +29,48 @@ from athanor.reference import instances
 class ProviderOffers:
     provider: str  # aws | azure | gcp
     unit_offer: str  # the offer id of athanor.reference.commitment_rates.OFFERS that buys units
-    unit_name: str  # what the cloud calls it
     savings_plan_offer: str | None  # the $/hour offer covering the provider's pools; None: none for GPUs
-    savings_plan_name: str | None
     payment_words: Mapping[str, str]  # payment option -> the cloud's words
 
+    @property
+    def unit_name(self) -> str:
+        """What the cloud calls its units (OFFER_NAMES)."""
+        return OFFER_NAMES[self.unit_offer]
+
+    @property
+    def savings_plan_name(self) -> str | None:
+        return OFFER_NAMES[self.savings_plan_offer] if self.savings_plan_offer else None
+
+
+# Every offer of athanor.reference.commitment_rates.OFFERS in its cloud's words.
+OFFER_NAMES = {
+    "standard_ri": "Reserved Instances",
+    "convertible_ri": "Convertible Reserved Instances",
+    "ec2_instance_sp": "EC2 Instance Savings Plan",
+    "compute_sp": "compute savings plan",
+    "sagemaker_sp": "SageMaker Savings Plan",
+    "azure_reservation": "Azure reservation",
+    "azure_savings_plan": "Azure savings plan for compute",
+    "gcp_cud": "GCP committed use discount (resource-based)",
+}
 
 PROVIDERS: dict[str, ProviderOffers] = {
     "aws": ProviderOffers(
         "aws",
         "standard_ri",
-        "Reserved Instances",
         "compute_sp",
-        "compute savings plan",
         {"no_upfront": "no upfront", "partial_upfront": "partial upfront", "all_upfront": "all upfront"},
     ),
     "azure": ProviderOffers(
         "azure",
         "azure_reservation",
-        "Azure reservation",
         "azure_savings_plan",
-        "Azure savings plan for compute",
         # Azure bills a reservation or savings plan monthly or upfront, at the same total.
         {"no_upfront": "billed monthly", "partial_upfront": "billed monthly", "all_upfront": "paid upfront"},
     ),
     "gcp": ProviderOffers(
         "gcp",
         "gcp_cud",
-        "GCP committed use discount (resource-based)",
-        None,
         None,
         # A resource-based commitment is billed monthly over its term; nothing is paid upfront.
         {
@@ -188,19 +201,6 @@ def explain_words(
         if g not in ("aws", "all") and (name := offers_of(g).savings_plan_name)
     }
     return pool_words, plan_words
-
-
-# Every offer of athanor.reference.commitment_rates.OFFERS in its cloud's words.
-OFFER_NAMES = {
-    "standard_ri": "Reserved Instances",
-    "convertible_ri": "Convertible Reserved Instances",
-    "ec2_instance_sp": "EC2 Instance Savings Plan",
-    "compute_sp": "compute savings plan",
-    "sagemaker_sp": "SageMaker Savings Plan",
-    "azure_reservation": "Azure reservation",
-    "azure_savings_plan": "Azure savings plan for compute",
-    "gcp_cud": "GCP committed use discount (resource-based)",
-}
 
 
 def unit_offer(provider: str, pool: str, rates: str | None) -> tuple[str, str]:
