@@ -24,6 +24,7 @@ from athanor.model.demand import ClassDurations, class_durations
 from athanor.recommend import attribution, mix, plan, provider_offers, spot
 from athanor.recommend.backtest import backtest, backtest_synthetic_scenarios
 from athanor.recommend.commitments import CommitPlan, best_plan, commitment_cost, existing_profile, plan_terms
+from athanor.recommend.provider_offers import is_sagemaker_pool
 from athanor.reference import BUCKET_MONTHLY_FRACTION, HOURS_PER_MONTH, HOURS_PER_YEAR, instance, spot_advice
 from athanor.reference.commitment_rates import unit_rates
 from athanor.settings import PRICING_ASSUMPTIONS, Settings, pricing_value
@@ -431,12 +432,6 @@ def _plan_steps_demand(
         {p: int(v) for p, v in history.items()},
     )
     return PlanDemand(adjusted, terms, moves, idle_pool, held)
-
-
-def is_sagemaker_pool(pool: str) -> bool:
-    """A pool of SageMaker's ml.* instances (sql/reference/instance_types.sql): only a SageMaker
-    Savings Plan covers it, no Reserved Instance and no EC2 Instance or Compute Savings Plan."""
-    return str(pool).startswith("ml.")
 
 
 def assumed_rate_label(a: PricingAssumptions, term_months: int, offer: str = "") -> str:

@@ -203,6 +203,12 @@ def explain_words(
     return pool_words, plan_words
 
 
+def is_sagemaker_pool(pool: str) -> bool:
+    """A pool of SageMaker's ml.* instances (sql/reference/instance_types.sql): only a SageMaker
+    Savings Plan covers it, no Reserved Instance and no EC2 Instance or Compute Savings Plan."""
+    return str(pool).startswith("ml.")
+
+
 def unit_offer(provider: str, pool: str, rates: str | None) -> tuple[str, str]:
     """(offer, its name) a pool's units are bought as: the offer whose published rate priced them
     (`rates`, the label of athanor.reference.commitment_rates.CommitmentRate: '...: <offer>
@@ -210,7 +216,7 @@ def unit_offer(provider: str, pool: str, rates: str | None) -> tuple[str, str]:
     for offer, name in OFFER_NAMES.items():
         if rates and rates.startswith("published") and f": {offer} " in rates:
             return offer, name
-    if pool.startswith("ml."):
+    if is_sagemaker_pool(pool):
         return "sagemaker_sp", OFFER_NAMES["sagemaker_sp"]
     words = offers_of(provider)
     return words.unit_offer, words.unit_name
