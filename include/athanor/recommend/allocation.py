@@ -72,15 +72,9 @@ def build_node_map(con: duckdb.DuckDBPyConnection, node_tag_key: str | None) -> 
 
 
 def unmapped_nodes(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Node names jobs held that neither node_map nor an EC2 resource-based name maps."""
-    rows = con.execute(
-        """select distinct node
-           from (select unnest(string_split(node_list, ',')) as node
-                 from job_run_facts where coalesce(node_list, '') <> '' and start_time is not null)
-           where node not in (select node from node_map)
-             and not regexp_matches(node, '^i-[0-9a-f]{8,17}($|\\.)')
-           order by node"""
-    ).fetchall()
+    """Node names jobs held that neither node_map nor an EC2 resource-based name maps
+    (sql/marts/unmapped_nodes.sql)."""
+    rows = con.execute(sql("marts/unmapped_nodes")).fetchall()
     return [r[0] for r in rows]
 
 
