@@ -41,8 +41,11 @@ def test_the_recorded_aws_files_give_the_published_savings_plan_rates() -> None:
         ("aws", "p5.48xlarge", "us-east-1", "ec2_instance_sp", 36, "no_upfront"): (23.77728, 55.04),
         ("aws", "p5en.48xlarge", "us-east-1", "ec2_instance_sp", 12, "no_upfront"): (39.87648, 63.296),
         ("aws", "p5en.48xlarge", "us-east-1", "ec2_instance_sp", 36, "no_upfront"): (27.34387, 63.296),
+        # p6-b200: AWS publishes no 1-year Instance plan for it; the 1-year rate is a Compute plan's.
+        ("aws", "p6-b200.48xlarge", "us-east-1", "compute_sp", 12, "no_upfront"): (89.72208, 113.9328),
+        ("aws", "p6-b200.48xlarge", "us-east-1", "ec2_instance_sp", 36, "no_upfront"): (49.21897, 113.9328),
     }
-    # p4d.24xlarge has an on-demand rate in the offer file but no commitment figure anywhere.
+    # p4d.24xlarge has an on-demand rate in the offer file but no savings plan figure in this copy.
     assert got.on_demand[("aws", "p4d.24xlarge", "us-east-1")] == 21.957642
 
 
