@@ -39,7 +39,7 @@ import re
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
@@ -169,7 +169,8 @@ def _quote(quotes: dict[tuple[str, str], Quote], provider: str, itype: str, regi
 
 def _pages(
     fetch: Fetcher, api: str, first: Mapping[str, Any], next_page: Callable[[Mapping[str, Any]], str | None]
-):
+) -> Iterator[Mapping[str, Any]]:
+    """Each page's answer, following `next_page` until it gives none (at most MAX_PAGES)."""
     page: str | None = ""
     for _ in range(MAX_PAGES):
         answer = fetch(api, {**first, "page": page or ""})
