@@ -133,3 +133,35 @@ def test_a_pool_limited_to_one_year_is_offered_no_longer_term() -> None:
     # A flat demand buys the 3-year term where it may (cheaper), the 1-year where it is limited.
     rec = plan_mix(window(a=5, b=5), {"a": 10.0, "b": 10.0}, limited)
     assert {p.pool: p.plan.term_months for p in rec.pools} == {"a": 12, "b": 36}
+
+
+def test_fewer_gpus_for_a_moved_class_is_sized_after_the_move_and_says_where() -> None:
+    from athanor.recommend.plan import Step, _apart_steps
+
+    move = Step(
+        kind="gpu_choice",
+        scope="vision/yolo/tune",
+        counted=True,
+        monthly_savings=446.29,
+        action="Run vision/yolo/tune on 1 x g6e.12xlarge instead of 1 x p4d.24xlarge",
+        evidence="datasheets",
+        fields={
+            "from": {"instance_type": "p4d.24xlarge", "instance_count": 1},
+            "to": {"instance_type": "g6e.12xlarge", "instance_count": 1},
+        },
+        order=8,
+    )
+    recs = {
+        ("underused_gpu", scope): {
+            "action": f"Run {scope} on 1 GPU instead of 8: 12 % of its GPU-hours are on GPUs its jobs use",
+            "estimated_monthly_savings_amount": 100,
+        }
+        for scope in ("vision/yolo/tune", "llm/sft/tune")
+    }
+    unmoved, moved = _apart_steps(recs, [move])
+    assert (moved.scope, moved.assumes) == ("vision/yolo/tune", [8])
+    assert moved.action.endswith(
+        "(measured on p4d.24xlarge; the plan moves it to 1 x g6e.12xlarge: size it there)"
+    )
+    assert (unmoved.scope, unmoved.assumes) == ("llm/sft/tune", [])
+    assert unmoved.action == recs[("underused_gpu", "llm/sft/tune")]["action"]

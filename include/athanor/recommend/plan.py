@@ -401,7 +401,7 @@ def compose(con: duckdb.DuckDBPyConnection, run_id: str) -> list[Step]:
         *commitments,
         *_storage_steps(recs),
         *to_benchmark,
-        *_apart_steps(recs),
+        *_apart_steps(recs, moves),
     ]
     for i, step in enumerate(steps):
         step.order = i + 1
@@ -581,20 +581,35 @@ def _storage_steps(recs: Recs) -> list[Step]:
     ]
 
 
-def _apart_steps(recs: Recs) -> list[Step]:
-    """What the plan lists apart and never adds (APART says why)."""
-    return [
-        Step(
-            kind=kind,
-            scope=scope,
-            counted=False,
-            monthly_savings=_cents(r["estimated_monthly_savings_amount"]),
-            action=r["action"],
-            evidence=APART[kind],
+def _apart_steps(recs: Recs, moves: Sequence[Step] = ()) -> list[Step]:
+    """What the plan lists apart and never adds (APART says why). Fewer GPUs for a class the plan
+    counts a move of is sized after that move, and says so: its GPU count is of the machines the
+    class leaves, so on its own it would contradict the move's."""
+    moved = {m.scope: m for m in moves if m.kind == "gpu_choice" and m.counted}
+    out = []
+    for (kind, scope), r in sorted(recs.items()):
+        if kind not in APART:
+            continue
+        move = moved.get(scope) if kind == "underused_gpu" else None
+        action = r["action"]
+        if move is not None:
+            to = move.fields["to"]
+            action += (
+                f" (measured on {move.fields['from']['instance_type']}; the plan moves it to "
+                f"{to['instance_count']} x {to['instance_type']}: size it there)"
+            )
+        out.append(
+            Step(
+                kind=kind,
+                scope=scope,
+                counted=False,
+                monthly_savings=_cents(r["estimated_monthly_savings_amount"]),
+                action=action,
+                evidence=APART[kind],
+                after=[move] if move is not None else [],
+            )
         )
-        for (kind, scope), r in sorted(recs.items())
-        if kind in APART
-    ]
+    return out
 
 
 def total(steps: Sequence[Step]) -> float:
