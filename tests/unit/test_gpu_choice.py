@@ -80,9 +80,12 @@ def test_an_idle_gpu_counts_its_idle_watts_in_the_plans_carbon() -> None:
     a100 = _gpu("gpu.8x", 8, 16.0)
     assert gpu_choice.kgco2e(10, a100, 0.0) == pytest.approx(10 * 0.0621 * 1.1 * 0.4)
     assert gpu_choice.kgco2e(10, a100, None) == pytest.approx(10 * 0.400 * 1.1 * 0.4)  # unknown: full
-    # No catalogue model, so no curve: board power x utilisation, as before.
+    # No catalogue model, so no curve: the board power's fallback curve, 10 % of 400 W idle
+    # (40 W + 360 W x 0.5 = 220 W), and idle still draws its 40 W, never 0.
     unknown = dataclasses.replace(a100, gpu_model=None)
-    assert gpu_choice.kgco2e(10, unknown, 0.5) == pytest.approx(10 * 0.2 * 1.1 * 0.4)
+    assert gpu_choice.kgco2e(10, unknown, 0.5) == pytest.approx(10 * 0.220 * 1.1 * 0.4)
+    assert gpu_choice.kgco2e(10, unknown, 0.0) == pytest.approx(10 * 0.040 * 1.1 * 0.4)
+    assert gpu_choice.kgco2e(10, dataclasses.replace(unknown, board_power_w=None), 0.5) is None
 
 
 def test_eight_gpu_class_moves_to_four_with_slack_1_5_and_stays_with_slack_1_2() -> None:

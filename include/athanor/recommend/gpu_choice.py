@@ -349,20 +349,18 @@ def kgco2e(gpu_hours: float, c: Candidate, utilisation: float | None) -> float |
     """GPU-hours x power at the utilisation (1 when unknown) x PUE x grid intensity, in kg.
 
     Power is the GPU model's idle-to-maximum curve (athanor.reference.power), the one the measured
-    energy falls back on, so an idle GPU is never counted at zero watts; a model without a curve
-    takes its board power x utilisation.
+    energy falls back on, so an idle GPU is never counted at zero watts; a GPU known only by its
+    board power takes that curve's labelled fallback (idle a share of board power).
     """
     if c.gco2e_per_kwh is None:
         return None
     u = 1.0 if utilisation is None else utilisation
     board = power.curve(c.gpu_model)
-    if board is not None:
-        watts = board.watts(u)
-    elif c.board_power_w is not None:
-        watts = c.board_power_w * u
-    else:
+    if board is None and c.board_power_w is not None:
+        board = power.board_power_curve(c.gpu_model, c.board_power_w)
+    if board is None:
         return None
-    return gpu_hours * watts / 1000 * c.pue * c.gco2e_per_kwh / 1000
+    return gpu_hours * board.watts(u) / 1000 * c.pue * c.gco2e_per_kwh / 1000
 
 
 def _find(candidates: Sequence[Candidate], instance_type: str) -> Candidate | None:

@@ -92,11 +92,16 @@ def curve(gpu_model: str | None) -> Curve | None:
     spec = catalog.gpu(gpu_model)
     if spec is None or not spec.board_power_w:
         return None
-    top = float(spec.board_power_w)
+    return board_power_curve(gpu_model, float(spec.board_power_w))
+
+
+def board_power_curve(gpu_model: str | None, board_power_w: float) -> Curve:
+    """The labelled fallback curve of a GPU known only by its board power: that as the maximum,
+    FALLBACK_IDLE_SHARE of it as idle (never zero watts at 0 %)."""
     return Curve(
-        gpu_model,
-        FALLBACK_IDLE_SHARE * top,
-        top,
-        f"max {top:g} W (gpus.csv board power), idle {FALLBACK_IDLE_SHARE:.0%} of it (fallback: the "
+        gpu_model or "(unknown)",
+        FALLBACK_IDLE_SHARE * board_power_w,
+        board_power_w,
+        f"max {board_power_w:g} W (gpus.csv board power), idle {FALLBACK_IDLE_SHARE:.0%} of it (fallback: the "
         "measured H100's ratio, no idle figure found for this model)",
     )
