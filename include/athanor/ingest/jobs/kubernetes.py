@@ -80,9 +80,10 @@ def parse_kubernetes(data: bytes, name: str) -> tuple[pd.DataFrame, Problems, li
         raise JobRunError(name, [Problem(name, None, "items", "a pod list has no items array")])
     problems = Problems(name, unit="document")
     records: list[dict[str, Any]] = []
-    skipped = 0
+    skipped = not_pods = 0
     for number, pod in enumerate(items, start=1):
         if not isinstance(pod, dict) or pod.get("kind", "Pod") != "Pod":
+            not_pods += 1
             continue
         metadata, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
         try:
@@ -146,4 +147,6 @@ def parse_kubernetes(data: bytes, name: str) -> tuple[pd.DataFrame, Problems, li
     frame["billable_s"] = np.nan
     frame["checkpointing"] = pd.array([None] * len(frame), dtype="boolean")
     warnings = [f"{name}: {skipped} pods without GPUs skipped"] if skipped else []
+    if not_pods:
+        warnings.append(f"{name}: {not_pods} items that are not Pods skipped")
     return typed(frame), problems, warnings, _KUBERNETES_NAMES
