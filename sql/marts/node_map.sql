@@ -5,22 +5,10 @@
 --   i-0123456789abcdef0.ec2.internal, give the instance from the host alone at load);
 -- * bill_tag: the value of the bill lines' tag named by the setting node_tag_key (none if unset).
 with named as (
-    select split_part(private_dns_name, '.', 1) as node, instance_id, instance_type, launch_time as valid_from,
-           'describe_instances' as source
-    from ec2_instances
-    where coalesce(private_dns_name, '') <> ''
-    union all
-    -- Kubernetes on EKS names a node by the whole PrivateDnsName.
-    select private_dns_name, instance_id, instance_type, launch_time, 'describe_instances'
-    from ec2_instances
-    where private_dns_name like '%.%'
-    union all
-    select name_tag, instance_id, instance_type, launch_time, 'describe_instances'
-    from ec2_instances
-    where coalesce(name_tag, '') <> ''
-    union all
-    select instance_id, instance_id, instance_type, launch_time, 'describe_instances'
-    from ec2_instances
+    -- describe_instances: sql/marts/ec2_node_names.sql (Kubernetes on EKS names a node by the
+    -- whole PrivateDnsName, Slurm by its first label).
+    select node, instance_id, instance_type, valid_from, 'describe_instances' as source
+    from ({ec2_node_names})
     union all
     select host, instance_id, null, min(sampled_at), 'telemetry'
     from gpu_samples

@@ -40,7 +40,7 @@ from athanor.ingest.billing import (
 from athanor.ingest.sniff import DEFAULT_LIMITS, BrokenFile, InputLimits
 from athanor.land.names import shown, shown_all
 from athanor.settings import Settings
-from athanor.warehouse import LoadRecord, connect, insert_rows, lake, record_load, transaction
+from athanor.warehouse import LoadRecord, connect, insert_rows, lake, record_load, sql, transaction
 
 logger = logging.getLogger(__name__)
 
@@ -625,12 +625,7 @@ def _instance_types_from_node_map(con: duckdb.DuckDBPyConnection, frame: pd.Data
     if "node_list" not in frame or not frame["node_list"].notna().any():
         return frame
     names = con.execute(
-        """select node, arg_max(instance_type, valid_from) from (
-               select split_part(private_dns_name, '.', 1) as node, instance_type, launch_time as valid_from
-               from ec2_instances where coalesce(private_dns_name, '') <> ''
-               union all select name_tag, instance_type, launch_time from ec2_instances where coalesce(name_tag, '') <> ''
-               union all select instance_id, instance_type, launch_time from ec2_instances)
-           where instance_type is not null group by node"""
+        sql("ingest/job_node_instance_types", ec2_node_names=sql("marts/ec2_node_names"))
     ).fetchall()
     if not names:
         return frame

@@ -65,7 +65,7 @@ def build_node_map(con: duckdb.DuckDBPyConnection, node_tag_key: str | None) -> 
     """Rewrite `node_map` from its sources; the number of (node, instance) rows."""
     con.execute("delete from node_map")
     con.execute(
-        "insert into node_map by name " + sql("marts/node_map"),
+        "insert into node_map by name " + sql("marts/node_map", ec2_node_names=sql("marts/ec2_node_names")),
         {"node_tag_key": node_tag_key},
     )
     return int(con.execute("select count(*) from node_map").fetchone()[0])
