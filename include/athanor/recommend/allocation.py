@@ -78,16 +78,6 @@ def unmapped_nodes(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [r[0] for r in rows]
 
 
-def allocation_rows(
-    con: duckdb.DuckDBPyConnection, window_start: datetime, window_end: datetime
-) -> duckdb.DuckDBPyRelation:
-    """The allocation of [window_start, window_end) as the mart computes it (nothing written)."""
-    return con.sql(
-        sql("marts/gpu_allocation_hourly"),
-        params={"window_start": window_start, "window_end": window_end},
-    )
-
-
 def allocate_gpus(
     con: duckdb.DuckDBPyConnection, run_id: str, node_tag_key: str | None = None
 ) -> AllocationResult:
