@@ -5,9 +5,11 @@
 -- 'manual__...' whatever their dates), so they only break a tie no stage was recorded for.
 -- A run that wrote no row to a table leaves the view on the run before it that did.
 -- latest_dq_results differs: the checks of the run that checked a batch last.
+-- This file runs after every table's definition (089, before 090's comments): a view binds its
+-- table's columns when created, so a column added to a table later would be missing from it.
 -- Not here: gpu_usage_hourly (one row per GPU and hour, owned by the last run that measured
--- that hour: already the latest), and the ledgers spend_alerts, pipeline_runs,
--- duration_fit_cache and lake_snapshots.
+-- that hour: already the latest), gpu_allocation_hourly (each run rewrites it whole), and the
+-- ledgers spend_alerts, pipeline_runs, duration_fit_cache and lake_snapshots.
 
 create or replace view latest_duration_fits as
 with runs as (

@@ -455,7 +455,7 @@ comment on column schema_migrations.name is 'The definition: schema/<file> or re
 comment on column schema_migrations.sha256 is 'SHA-256 of the text applied (and of the reference data file).';
 comment on column schema_migrations.applied_at is 'When it was last applied (UTC).';
 
--- The latest_ views (050_latest_views.sql): their columns are those of their table (docs.py
+-- The latest_ views (089_latest_views.sql): their columns are those of their table (docs.py
 -- shows the table's meanings); the latest run is the newest as_of's run that finished last.
 comment on view latest_duration_fits is 'duration_fits of the latest run that fitted any (the newest as_of; of its runs, the one that finished last). Grain: one row per workload group.';
 comment on view latest_recommendations is 'recommendations of the latest run that made any (the newest as_of; of its runs, the one that finished last), as reports/latest shows them. Grain: one row per recommended action (kind, scope).';

@@ -189,7 +189,15 @@ def test_latest_recommendations_example_sorts_runs_by_time(warehouse, finished, 
 
 # Tables with a run_id that are not a run's outputs: ledgers, a cache, a training run's id, and
 # gpu_usage_hourly, whose hours belong to the last run that measured them (already the latest).
-NOT_PER_RUN = {"pipeline_runs", "duration_fit_cache", "lake_snapshots", "storage_objects", "gpu_usage_hourly"}
+# Ledgers, caches, and tables each run rewrites whole (already the latest).
+NOT_PER_RUN = {
+    "pipeline_runs",
+    "duration_fit_cache",
+    "lake_snapshots",
+    "storage_objects",
+    "gpu_usage_hourly",
+    "gpu_allocation_hourly",
+}
 
 
 def test_every_per_run_table_has_a_latest_view_and_as_of_is_the_runs_day() -> None:
