@@ -13,7 +13,7 @@ import pyarrow as pa
 from athanor.demo.charges import commitment_lines, other_lines, tax_and_credit
 from athanor.demo.config import REGION_NAMES, REGION_PREFIX, DemoConfig
 from athanor.demo.jobs import Fleet, cutoff_of, simulate
-from athanor.demo.lines import MICRO, QTY, Rows
+from athanor.demo.lines import EC2_INSTANCE_PRODUCT, MICRO, QTY, Rows
 from athanor.demo.stable import dollars, period_bounds, round_div, sku
 from athanor.demo.usage import apply_commitments, billing_months, commitments_of, usage_lines
 
@@ -129,11 +129,7 @@ def build_billing_lines(cfg: DemoConfig, fleet: Fleet, cutoff: int) -> pa.Table:
             line_type=line_type,
             charge_category="Usage",
             charge_frequency="Usage-Based",
-            product_code="AmazonEC2",
-            service_name="Amazon Elastic Compute Cloud",
-            service_category="Compute",
-            service_subcategory="Virtual Machines",
-            product_family="Compute Instance",
+            **EC2_INSTANCE_PRODUCT,
             region_id=region,
             region_name=[REGION_NAMES[r] for r in region],
             availability_zone=part["availability_zone"].to_numpy(),

@@ -13,7 +13,7 @@ import pandas as pd
 import pyarrow as pa
 
 from athanor.demo.config import REGION_NAMES, REGION_PREFIX, DemoConfig, TeamSpec
-from athanor.demo.lines import MICRO, QTY, Invoice, Rows
+from athanor.demo.lines import EC2_INSTANCE_PRODUCT, MICRO, QTY, Invoice, Rows
 from athanor.demo.stable import dollars, period_bounds, round_div, sku, to_micro, unit_hash
 from athanor.demo.storage import GB as GIB
 from athanor.demo.storage import FleetStorage, fleet_bucket, fleet_storage
@@ -43,11 +43,7 @@ def commitment_lines(
         payer_account_name=cfg.payer_name(cfg.ri_payer_account_id),
         usage_account_id=cfg.ri_payer_account_id,
         usage_account_name=cfg.payer_name(cfg.ri_payer_account_id),
-        product_code="AmazonEC2",
-        service_name="Amazon Elastic Compute Cloud",
-        service_category="Compute",
-        service_subcategory="Virtual Machines",
-        product_family="Compute Instance",
+        **EC2_INSTANCE_PRODUCT,
         region_id=cfg.ri_region,
         region_name=REGION_NAMES[cfg.ri_region],
         resource_id=com.ri_arn,

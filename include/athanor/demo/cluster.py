@@ -31,7 +31,7 @@ import pyarrow as pa
 from athanor.demo.bills import write_focus
 from athanor.demo.config import REGION_NAMES, REGION_PREFIX, DemoConfig
 from athanor.demo.jobs import cutoff_of
-from athanor.demo.lines import LINE_SCHEMA, MICRO, QTY, FileTotals, Rows
+from athanor.demo.lines import EC2_INSTANCE_PRODUCT, LINE_SCHEMA, MICRO, QTY, FileTotals, Rows
 from athanor.demo.stable import dollars, instance_id, period_bounds, sku, to_micro
 from athanor.reference.instances import instance
 
@@ -359,11 +359,7 @@ def bill_lines(cfg: DemoConfig, cluster: ClusterConfig, cutoff: int) -> pa.Table
             charge_category="Usage",
             charge_frequency="Usage-Based",
             pricing_category="Standard",
-            product_code="AmazonEC2",
-            service_name="Amazon Elastic Compute Cloud",
-            service_category="Compute",
-            service_subcategory="Virtual Machines",
-            product_family="Compute Instance",
+            **EC2_INSTANCE_PRODUCT,
             region_id=REGION,
             region_name=REGION_NAMES[REGION],
             availability_zone=AZ,

@@ -85,6 +85,14 @@ TAG_KEYS = ("team", "project", "model", "job_id")
 
 # Who issues AWS invoices and publishes its prices (FOCUS InvoiceIssuerName, CUR legal entity).
 INVOICE_ISSUER = "Amazon Web Services, Inc."
+# The product columns of an EC2 instance-hour line, the same on every writer's usage rows.
+EC2_INSTANCE_PRODUCT = {
+    "product_code": "AmazonEC2",
+    "service_name": "Amazon Elastic Compute Cloud",
+    "service_category": "Compute",
+    "service_subcategory": "Virtual Machines",
+    "product_family": "Compute Instance",
+}
 
 
 @dataclass(frozen=True)
