@@ -58,3 +58,46 @@ def test_a_pod_list_counts_the_items_it_skips() -> None:
         "pods.json: 1 pods without GPUs skipped",
         "pods.json: 1 items that are not Pods skipped",
     ]
+
+
+def test_a_price_item_without_its_price_is_named_and_the_rest_load(tmp_path: Path) -> None:
+    from datetime import date
+
+    from athanor.reference import price_files
+
+    def vm(kind: str, price: object, **extra: object) -> dict:
+        item = {"serviceName": "Virtual Machines", "armSkuName": "Standard_ND96isr_H100_v5",
+                "armRegionName": "eastus", "currencyCode": "USD", "type": kind, "skuName": "ND96isr H100 v5",
+                "productName": "NDisrH100v5 Series", "unitOfMeasure": "1 Hour", **extra}  # fmt: skip
+        if price is not None:
+            item["retailPrice"] = price
+        return item
+
+    page = {"Items": [
+        vm("Consumption", 98.32),
+        vm("Reservation", None, reservationTerm="1 Year"),  # no retailPrice
+        vm("Reservation", 551221, reservationTerm="1 Year"),
+        {**vm("Consumption", "n/a"), "armRegionName": "westus"},
+    ]}  # fmt: skip
+    good, broken = tmp_path / "page.json", tmp_path / "broken.json"
+    good.write_text(json.dumps(page))
+    unreadable = '{"Items": ['
+    broken.write_text(unreadable)
+    got = price_files.rates_from_files([broken, good], "t", date(2026, 9, 27))
+    assert [str(p) for p in got.problems] == [
+        f"broken.json item -: not JSON: {_json_error(unreadable)}",
+        "page.json item 2 (Standard_ND96isr_H100_v5, eastus, Reservation, 1 Year): retailPrice missing",
+        "page.json item 4 (Standard_ND96isr_H100_v5, westus, Consumption, ): retailPrice not a number ('n/a')",
+    ]
+    # The good reservation: 551,221 over 8,760 hours = 62.924772 $/h against 98.32 on demand.
+    assert [(r.offer, r.effective_usd_per_h, r.on_demand_usd_per_h) for r in got.rates] == [
+        ("azure_reservation", round(551221 / 8760, 6), 98.32)
+    ]
+
+
+def _json_error(text: str) -> str:
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as e:
+        return str(e)
+    raise AssertionError("valid JSON")

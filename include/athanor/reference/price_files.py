@@ -125,8 +125,25 @@ def is_linux_shared_used(attrs: Mapping[str, Any]) -> bool:
     )
 
 
+class _BadPrice(ValueError):
+    """A price field missing or not a number: its item is a problem, the rest of the file loads."""
+
+
+def _price(item: Mapping[str, Any], *path: str) -> float:
+    """The number at `path` in `item` (e.g. pricePerUnit.USD); _BadPrice names the field."""
+    value: Any = item
+    for key in path:
+        if not isinstance(value, Mapping) or key not in value:
+            raise _BadPrice(f"{'.'.join(path)} missing")
+        value = value[key]
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise _BadPrice(f"{'.'.join(path)} not a number ({value!r})") from None
+
+
 def _usd(dimension: Mapping[str, Any]) -> float:
-    return float(dimension["pricePerUnit"]["USD"])
+    return _price(dimension, "pricePerUnit", "USD")
 
 
 def _aws_offer(doc: Mapping[str, Any], name: str, out: PriceFileRates, pending: list[_Pending]) -> None:
@@ -142,7 +159,10 @@ def _aws_offer(doc: Mapping[str, Any], name: str, out: PriceFileRates, pending: 
             if len(hourly) != 1:
                 out.problems.append(PriceFileProblem(name, sku, "on-demand term without one hourly price"))
                 continue
-            out.on_demand[("aws", itype, region)] = _usd(hourly[0])
+            try:
+                out.on_demand[("aws", itype, region)] = _usd(hourly[0])
+            except _BadPrice as e:
+                out.problems.append(PriceFileProblem(name, sku, str(e)))
         for code, term in (terms.get("Reserved") or {}).items():
             ta = term.get("termAttributes", {})
             months = _AWS_TERMS.get(ta.get("LeaseContractLength", ""))
@@ -152,8 +172,12 @@ def _aws_offer(doc: Mapping[str, Any], name: str, out: PriceFileRates, pending: 
                 out.problems.append(PriceFileProblem(name, code, f"unknown reserved term {dict(ta)}"))
                 continue
             dims = term.get("priceDimensions", {}).values()
-            upfront = sum(_usd(d) for d in dims if d.get("unit") == "Quantity")
-            hourly = sum(_usd(d) for d in dims if d.get("unit") == "Hrs")
+            try:
+                upfront = sum(_usd(d) for d in dims if d.get("unit") == "Quantity")
+                hourly = sum(_usd(d) for d in dims if d.get("unit") == "Hrs")
+            except _BadPrice as e:
+                out.problems.append(PriceFileProblem(name, code, str(e)))
+                continue
             effective = hourly + upfront / TERM_HOURS[months]
             pending.append(_Pending("aws", itype, region, offer, months, payment, effective, name, code))
 
@@ -204,7 +228,11 @@ def _aws_savings_plans(
             if rate.get("discountedRate", {}).get("currency") != "USD":
                 out.problems.append(PriceFileProblem(name, str(rate.get("rateCode")), "rate not in USD"))
                 continue
-            price = float(rate["discountedRate"]["price"])
+            try:
+                price = _price(rate, "discountedRate", "price")
+            except _BadPrice as e:
+                out.problems.append(PriceFileProblem(name, str(rate.get("rateCode")), str(e)))
+                continue
             pending.append(
                 _Pending("aws", *found, offer, months, payment, price, name, str(rate.get("rateCode")))
             )
@@ -227,11 +255,19 @@ def _azure_retail(doc: Mapping[str, Any], name: str, out: PriceFileRates, pendin
             if item.get("unitOfMeasure") != "1 Hour":
                 out.problems.append(PriceFileProblem(name, where, "a VM's pay-as-you-go unit must be 1 Hour"))
                 continue
-            out.on_demand[("azure", itype, region)] = float(item["retailPrice"])
+            try:
+                out.on_demand[("azure", itype, region)] = _price(item, "retailPrice")
+            except _BadPrice as e:
+                out.problems.append(PriceFileProblem(name, where, str(e)))
+                continue
             for plan in item.get("savingsPlan") or []:
                 months = _AZURE_TERMS.get(str(plan.get("term")))
                 if months is not None:  # hourly savings-plan rate
-                    rate = float(plan["retailPrice"])
+                    try:
+                        rate = _price(plan, "retailPrice")
+                    except _BadPrice as e:
+                        out.problems.append(PriceFileProblem(name, where, f"savingsPlan {e}"))
+                        continue
                     pending.append(
                         _Pending(
                             "azure",
@@ -252,7 +288,11 @@ def _azure_retail(doc: Mapping[str, Any], name: str, out: PriceFileRates, pendin
                 continue
             # The API's unit says '1 Hour' but a reservation's price is the whole term per VM;
             # monthly and upfront payment cost the same, so one row (no_upfront: billed monthly).
-            hourly = float(item["retailPrice"]) / TERM_HOURS[months]
+            try:
+                hourly = _price(item, "retailPrice") / TERM_HOURS[months]
+            except _BadPrice as e:
+                out.problems.append(PriceFileProblem(name, where, str(e)))
+                continue
             pending.append(
                 _Pending(
                     "azure", itype, region, "azure_reservation", months, "no_upfront", hourly, name, where
@@ -304,8 +344,19 @@ def rates_from_documents(
 
 
 def rates_from_files(paths: Iterable[Path], source_id: str, as_of: date) -> PriceFileRates:
-    """`rates_from_documents` of JSON files on disk."""
-    return rates_from_documents([(p.name, json.loads(p.read_text())) for p in paths], source_id, as_of)
+    """`rates_from_documents` of JSON files on disk; a file that is not JSON is a problem, the
+    others load."""
+    documents, unreadable = [], []
+    for p in paths:
+        try:
+            documents.append((p.name, json.loads(p.read_text())))
+        except json.JSONDecodeError as e:
+            unreadable.append(PriceFileProblem(p.name, "-", f"not JSON: {e}"))
+    out = rates_from_documents(documents, source_id, as_of)
+    for problem in unreadable:
+        log.warning("price file rejected: %s", problem)
+    out.problems[:0] = unreadable
+    return out
 
 
 def _row(r: CommitmentRate) -> dict[str, str]:
