@@ -17,9 +17,11 @@ from functools import cache
 
 from athanor.reference import gpus
 from athanor.reference.paths import DATA_DIR
+from athanor.reference.storage import GIB
 
 EGRESS_CSV = DATA_DIR / "egress.csv"
-BYTES_PER_GB = 2**30  # GB as the clouds bill data transfer: 2^30 bytes
+# GB as the clouds bill data transfer: 2^30 bytes, as they bill storage.
+BYTES_PER_GB = GIB
 
 
 @dataclass(frozen=True)
