@@ -15,7 +15,7 @@
    figures must equal DuckDB's (the bench stops otherwise).
 
 Prints a table (engine, workers or threads, figure, rows in the table, data files, median s,
-cold s), the cluster's start-up time and each worker's peak RSS. On a 2-core machine the scheduler, the client, RadosGW
+cold s), the cluster's start-up time and each worker's resident memory after the figures. On a 2-core machine the scheduler, the client, RadosGW
 and the workers share the same two cores: the table says what the engine costs here, not how
 it scales on machines of their own.
 """
@@ -132,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", default="1,2", help="cluster sizes to time, comma-separated")
     args = parser.parse_args(argv)
 
+    import psutil
+
     from athanor.warehouse import connect, lake
     from athanor.warehouse import distributed as engine
 
@@ -169,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
                 reference.setdefault(name, result)
                 assert same(result, reference[name]), name
                 rows_out.append(("duckdb", f"{threads} thread(s)", name, total, files, warm, cold))
+                print(f"measured: {rows_out[-1]}", flush=True)
         con.close()
 
         startup: dict[int, float] = {}
@@ -186,7 +189,10 @@ def main(argv: list[str] | None = None) -> int:
                     if not same(result, reference[name]):
                         raise SystemExit(f"{name} on {workers} Dask worker(s) differs from DuckDB's")
                     rows_out.append(("dask", f"{workers} worker(s)", name, total, files, warm, cold))
-                peaks[workers] = sorted(client.run(_peak_rss_mib).values())
+                    print(f"measured: {rows_out[-1]}", flush=True)
+                # Resident memory now, not the peak: a worker's ru_maxrss starts at this process's,
+                # which Linux carries from the fork across the exec.
+                peaks[workers] = [psutil.Process(p.pid).memory_info().rss / 2**20 for p in cluster.workers]
             finally:
                 cluster.stop()
 
@@ -198,19 +204,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{engine_name:7} {size:12} {name:18} {n:>10,} {f:>6} {warm:>9.2f} {cold:>7.2f}")
     for workers, seconds in startup.items():
         print(
-            f"dask cluster of {workers} worker(s) up in {seconds:.1f} s; each worker's peak RSS "
+            f"dask cluster of {workers} worker(s) up in {seconds:.1f} s; each worker's RSS after the figures "
             + ", ".join(f"{mib:.0f}" for mib in peaks[workers])
             + " MiB"
         )
     print("every engine's figures equal DuckDB's (DECIMAL, exact)")
     return 0
-
-
-def _peak_rss_mib() -> float:
-    """Run on each worker: its process's peak resident memory."""
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _next_month(month: date) -> date:
