@@ -14,6 +14,11 @@
 -- * Cents: the machine-hour's cost is rounded to the cent, each row takes the floor of its exact
 --   share in cents, and the cents left go one each to the largest remainders (ties: job id), so
 --   a machine-hour's rows add up to its rounded cost exactly.
+-- * A SageMaker training job's instance-hours: the bill names the job in the resource id
+--   (arn:aws:sagemaker:<region>:<account>:training-job/<name>); where the job logs hold that name
+--   (source sagemaker), the machine-hour is that job's whole, its team the job's. SageMaker bills
+--   a training job's instances for the job alone, so nothing of it is idle; a name no log holds
+--   keeps the bill's tags.
 with lines as (
     select
         regexp_extract(rtrim(replace(resource_id, ':', '/'), '/'), '([^/]+)$', 1)  as resource_id,
@@ -24,7 +29,12 @@ with lines as (
         x_usage_hours                                                            as usage_hours,
         effective_cost,
         tags,
-        commitment_discount_status
+        commitment_discount_status,
+        -- The training job a SageMaker instance line is for; its ARN spells the name in lower
+        -- case (SageMaker's names are unique whatever their case), so matched lower-cased.
+        case when x_instance_type like 'ml.%'
+            then lower(nullif(regexp_extract(resource_id, ':training-job/([^/:]+)/?$', 1), '')) end
+                                                                                 as sagemaker_job
     from billing_facts
     where billing_currency = 'USD'
       and charge_category = 'Usage'
@@ -48,6 +58,12 @@ machine_hours as (
         sum(effective_cost)                                                      as hour_cost_usd,
         max(tags['job_id'])                                                      as tag_job,
         max(tags['team'])                                                        as tag_team,
+        max(sagemaker_job)                                                       as sagemaker_job,
+        -- All the usage's GPU-seconds (a job of two instances bills two hours an hour), unlike
+        -- billed_gpu_seconds: what a SageMaker job held.
+        max(gpus) * 3600.0 * coalesce(
+            cast(sum(usage_hours) as double), (epoch(max(period_end)) - epoch(hour)) / 3600.0
+        )                                                                        as usage_gpu_seconds,
         -- A reservation's unused hours: GPU capacity paid for that nothing ran on.
         bool_and(coalesce(commitment_discount_status = 'Unused', false))          as unused_commitment
     from lines
@@ -168,10 +184,28 @@ pod_held as (
     having sum(p.share * (epoch(least(p.until_at, m.hour + interval 1 hour)) - epoch(greatest(p.sampled_at, m.hour)))) > 0
 ),
 
+sagemaker_jobs as (
+    select lower(job_id) as name, job_id, team
+    from job_run_facts
+    where source = 'sagemaker'
+    qualify row_number() over (partition by lower(job_id) order by job_id) = 1
+),
+
+sagemaker_held as (
+    select
+        s.job_id, 'sagemaker' as source, coalesce(s.team, m.tag_team) as team, null as node,
+        m.resource_id, m.hour, m.usage_gpu_seconds as gpu_seconds
+    from machine_hours as m
+    join sagemaker_jobs as s on s.name = m.sagemaker_job
+    where m.usage_gpu_seconds > 0
+),
+
 held as (
     select * from scheduler_held
     union all
     select * from pod_held
+    union all
+    select * from sagemaker_held
 ),
 
 held_hours as (
