@@ -26,13 +26,13 @@ comment on table gpu_allocation_hourly is 'Each billed GPU machine-hour''s cost 
 comment on column gpu_allocation_hourly.hour is 'Start of the charge period (UTC; an hour for hourly bills).';
 comment on column gpu_allocation_hourly.day is 'The hour''s UTC day.';
 comment on column gpu_allocation_hourly.period_end is 'End of the charge period.';
-comment on column gpu_allocation_hourly.resource_id is 'The billed machine: the bill''s resource id (its last part, an instance id).';
+comment on column gpu_allocation_hourly.resource_id is 'The billed machine: the bill''s resource id (its last part: an instance id; a SageMaker training job''s name).';
 comment on column gpu_allocation_hourly.node is 'The scheduler''s name of the machine, where a job named it.';
 comment on column gpu_allocation_hourly.instance_type is 'The billed instance type.';
 comment on column gpu_allocation_hourly.pool is 'The node pool idle is reported per: the instance type.';
-comment on column gpu_allocation_hourly.kind is 'job (held by a Slurm job or a Kubernetes pod) | idle (a cluster node''s GPU-seconds held by none, or a reservation''s unused hour) | tagged (the bill''s job_id tag: the whole machine-hour) | team_tagged (only a team tag) | unattributed (neither).';
+comment on column gpu_allocation_hourly.kind is 'job (held by a Slurm job or a Kubernetes pod, or a SageMaker training job''s instance-hours, named in the resource id) | idle (a cluster node''s GPU-seconds held by none, or a reservation''s unused hour) | tagged (the bill''s job_id tag: the whole machine-hour) | team_tagged (only a team tag) | unattributed (neither).';
 comment on column gpu_allocation_hourly.job_id is 'The job as its scheduler wrote it (array tasks 123_1; a pod''s name); null for idle, team_tagged and unattributed rows.';
-comment on column gpu_allocation_hourly.job_source is 'Where the holder comes from: slurm | kubernetes (job_runs.source: a job''s node list, a pod''s node) | dcgm (a pod the DCGM exporter named on the GPU; no pod list had it) | bill_tag.';
+comment on column gpu_allocation_hourly.job_source is 'Where the holder comes from: slurm | kubernetes (job_runs.source: a job''s node list, a pod''s node) | dcgm (a pod the DCGM exporter named on the GPU; no pod list had it) | sagemaker (the training job the bill''s resource id names, a job log''s TrainingJobName) | bill_tag.';
 comment on column gpu_allocation_hourly.team is 'The job''s team; for idle and team_tagged rows the machine''s team tag (bill or instance), if any.';
 comment on column gpu_allocation_hourly.gpus is 'GPUs of the machine (the bill''s instance type).';
 comment on column gpu_allocation_hourly.billed_gpu_seconds is 'GPU-seconds the machine-hour paid for: GPUs x usage hours x 3600.';
@@ -44,7 +44,7 @@ comment on column gpu_allocation_hourly.run_id is 'The run that wrote the row.';
 
 comment on view job_allocated_costs is 'Per job, its allocated GPU cost. Grain: one row per job (job_id, job_source) gpu_allocation_hourly reached (scheduler jobs and bill-tagged ones).';
 comment on column job_allocated_costs.job_id is 'The job as its scheduler wrote it (array tasks 123_1).';
-comment on column job_allocated_costs.job_source is 'slurm | kubernetes | dcgm | bill_tag.';
+comment on column job_allocated_costs.job_source is 'slurm | kubernetes | dcgm | sagemaker | bill_tag.';
 comment on column job_allocated_costs.team is 'The job''s team.';
 comment on column job_allocated_costs.gpu_hours is 'GPU-hours it held on billed machines.';
 comment on column job_allocated_costs.cost_usd is 'Its exact share of the machine-hours'' cost.';

@@ -9,7 +9,9 @@ tag-based link (`job_run_costs`) leaves the whole cluster unattributed. This mod
 2. splits every billed GPU machine-hour's EffectiveCost over the jobs that held its GPUs in
    proportion to GPU-seconds held, the rest as the node's idle line
    (`sql/marts/gpu_allocation_hourly.sql`), into `gpu_allocation_hourly`, this module its one
-   writer. Machine-hours of no cluster keep the bill's tags (job_id, else team).
+   writer. A SageMaker training job's ml.* instance-hours, whose resource id names the job
+   (`.../training-job/<name>`), are that job's whole where the job logs hold the name (source
+   sagemaker). Machine-hours of no cluster and no known job keep the bill's tags (job_id, else team).
 
 Nodes a job names that no source maps are listed (logged, and returned), never guessed: a
 partition or a look-alike host name says nothing about which instance was billed.
