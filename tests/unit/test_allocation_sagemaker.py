@@ -76,8 +76,7 @@ def _cur(path: Path, rows: list[dict[str, str]]) -> Path:
     return path
 
 
-@pytest.fixture
-def sagemaker(warehouse, tmp_path: Path):
+def _load(warehouse, tmp_path: Path, job: dict) -> None:
     rows = [
         ROW,
         {**ROW, **SECOND_HOUR},
@@ -89,9 +88,14 @@ def sagemaker(warehouse, tmp_path: Path):
     ]  # fmt: skip
     ingest_billing(warehouse, [_cur(tmp_path / "cur.csv", rows)])
     log = tmp_path / "sagemaker-jobs.jsonl"
-    log.write_text(json.dumps(JOB) + "\n")
+    log.write_text(json.dumps(job) + "\n")
     assert ingest_job_file(warehouse, log).startswith("sagemaker-jobs.jsonl: sagemaker job log, 1 job")
     allocate_gpus(warehouse, "r1")
+
+
+@pytest.fixture
+def sagemaker(warehouse, tmp_path: Path):
+    _load(warehouse, tmp_path, JOB)
     return warehouse
 
 
@@ -139,3 +143,10 @@ def test_the_allocation_command_lists_the_training_job(settings, sagemaker, caps
     assert printed["allocated_usd"] + printed["idle_usd"] + printed["unattributed_usd"] == pytest.approx(
         printed["billed_usd"]
     )
+
+
+def test_the_arns_lower_case_name_finds_the_job_as_its_log_spells_it(warehouse, tmp_path: Path) -> None:
+    # TrainingJobArn spells the name in lower case; the job is the log's, under the log's spelling.
+    _load(warehouse, tmp_path, {**JOB, "TrainingJobName": "LLM-ft-7"})
+    jobs = allocation_summary(warehouse)["jobs"]
+    assert jobs == [{"job_id": "LLM-ft-7", "team": "llm", "gpu_hours": 16.0, "cost_usd": 75.38}]
