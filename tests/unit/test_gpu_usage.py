@@ -522,3 +522,94 @@ def test_a_sagemaker_instance_that_lost_its_job_tag_is_paid_with_its_job(warehou
     assert (rows["busy_gpu_hours"] <= rows["paid_gpu_hours"] + 1e-9).all()
     # Priced at the bill's $3 a GPU-hour: $6 for the two instance-hours.
     assert (rows["paid_gpu_hours"] * rows["usd_per_gpu_hour"]).sum() == pytest.approx(6.0)
+
+
+def test_fewer_gpus_and_the_gpu_plan_name_one_current_size_of_a_multi_node_class(warehouse) -> None:
+    # Class nlp/p/llama/tune: j1 and j2 ran an hour on 4 x p4d.24xlarge (32 GPUs), j3 an hour on
+    # 1 x p4d.24xlarge (8 GPUs): its current configuration is 4 x p4d.24xlarge (2 of 3 runs).
+    # Telemetry covers every GPU of every node (ids as nvidia-smi's UUIDs: unique across nodes).
+    # j1 and j2 use GPUs 0-3 of their first node (4 of 32),
+    # j3 GPUs 0-1 (2 of 8): used share (4 + 4 + 2) / (32 + 32 + 8) = 10/72 = 14 %, usual size 32,
+    # keep 2^ceil(log2(10/72 x 32 = 4.44)) = 8 GPUs.
+    # Money: $16 a node-hour, an hour: paid $64 + $64 + $16 = $144, x 730 = $105,120 a month; kept
+    # j1 and j2 at 8 of 32 GPUs ($16 each), j3 at its 8 ($16): $48 x 730 = $35,040; saving $70,080.
+    llama = {"model": "llama"}
+    runs, telemetry, bills = [], [], []
+    for job_id, nodes, used in (("j1", 4, 4), ("j2", 4, 4), ("j3", 1, 2)):
+        run = job(job_id, T0, 1, **llama)
+        run.update(instance_count=nodes, gpu_count=8 * nodes, gpu_hours=8.0 * nodes)
+        runs.append(run)
+        for k in range(nodes):
+            where = {
+                "host": f"{job_id}-node-{k}",
+                "instance_id": f"i-{job_id}-{k}",
+                "pod": f"{job_id}-worker-{k}",
+            }
+            for gpu in range(8):
+                busy = k == 0 and gpu < used
+                telemetry += samples(f"GPU-{job_id}-{k}-{gpu}", T0, [80.0 if busy else 0.0] * 60, **where)
+            bills += bill(f"i-{job_id}-{k}", 1)
+    insert_rows(warehouse, "job_run_facts", runs)
+    insert_rows(warehouse, "gpu_samples", telemetry)
+    insert_rows(warehouse, "billing_facts", bills)
+
+    rows = gpu_usage.hourly(warehouse, *WINDOW, IdleRule())
+    (rec,) = gpu_usage.underused_recommendations(warehouse, rows, IdleRule())
+    assert rec.action == (
+        "Run nlp/p/llama/tune on 8 GPUs instead of 32 (4 x p4d.24xlarge, its current configuration): "
+        "14 % of its GPU-hours are on GPUs its jobs use"
+    )
+    detail = json.loads(rec.detail)
+    assert (detail["telemetry_job_gpus"], detail["current_gpus"]) == ([8, 32, 32], 32)
+    assert (float(rec.current_monthly_cost), float(rec.estimated_monthly_savings_amount)) == (
+        105120.0,
+        70080.0,
+    )
+
+    # The GPU plan's step reads the same configuration: "... instead of 4 x p4d.24xlarge".
+    (cls,) = gpu_plan.gpu_choice.class_inputs(gpu_plan.read_job_runs(warehouse))[0]
+    from athanor.recommend.plan import _move_steps
+
+    row = {
+        "job_class": cls.job_class,
+        "current_instance_type": cls.current_instance_type,
+        "current_instance_count": cls.current_instance_count,
+        "recommended_instance_type": "p5.48xlarge",
+        "recommended_instance_count": 2,
+        "monthly_savings_usd": 1.0,
+        "counted": False,
+        "scaling_basis": "fitted",
+    }
+    _, (step,) = _move_steps([row], {}, {})
+    assert step.action.startswith("Run nlp/p/llama/tune on 2 x p5.48xlarge instead of 4 x p4d.24xlarge")
+    assert "4 x p4d.24xlarge" in rec.action
+
+
+def test_fewer_gpus_sized_on_other_jobs_than_the_current_configuration_says_so(warehouse) -> None:
+    # Class nlp/p/llama/tune: three 1-hour runs on 1 x p4d.24xlarge (8 GPUs: its current
+    # configuration, 3 of 4 runs) without telemetry, one on 4 x p4d.24xlarge (32 GPUs) with it,
+    # using GPUs 0-3 of its first node: 4/32 = 12 % used, keep 2^ceil(log2(4)) = 4 GPUs; saving
+    # $64 x (1 - 4/32) x 730 = $40,880 a month.
+    runs = [job(f"s{i}", T0 + timedelta(hours=2 + i), 1, model="llama") for i in range(3)]
+    big = job("j1", T0, 1, model="llama")
+    big.update(instance_count=4, gpu_count=32, gpu_hours=32.0)
+    telemetry, bills = [], []
+    for k in range(4):
+        where = {"host": f"node-{k}", "instance_id": f"i-{k}", "pod": f"j1-worker-{k}"}
+        for gpu in range(8):
+            telemetry += samples(f"GPU-{k}-{gpu}", T0, [80.0 if k == 0 and gpu < 4 else 0.0] * 60, **where)
+        bills += bill(f"i-{k}", 1)
+    insert_rows(warehouse, "job_run_facts", [*runs, big])
+    insert_rows(warehouse, "gpu_samples", telemetry)
+    insert_rows(warehouse, "billing_facts", bills)
+    rows = gpu_usage.hourly(warehouse, *WINDOW, IdleRule())
+    (rec,) = gpu_usage.underused_recommendations(warehouse, rows, IdleRule())
+    assert rec.action == (
+        "Run nlp/p/llama/tune's jobs on at most 4 GPUs, not the 32 GPUs of the 1 job GPU telemetry saw: "
+        "12 % of their GPU-hours are on GPUs they use. A measure of those jobs, not of its current "
+        "configuration, 1 x p4d.24xlarge (8 GPUs, 3 of its 4 runs)"
+    )
+    assert (float(rec.current_monthly_cost), float(rec.estimated_monthly_savings_amount)) == (
+        46720.0,
+        40880.0,
+    )

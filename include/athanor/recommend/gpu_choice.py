@@ -835,6 +835,83 @@ def _num(value: Any) -> float | None:
     return None if math.isnan(v) else v
 
 
+_OPTIONAL_COLUMNS = (
+    "team",
+    "project",
+    "model",
+    "model_params",
+    "peak_gpu_memory_gib",
+    "samples_per_second",
+    "phase",
+)
+
+
+@dataclass(frozen=True)
+class CurrentConfiguration:
+    """A class's current configuration: the (instance type, count) most of its runs used, ties
+    to the one with more hours. The one statement of a class's current size: the GPU plan moves
+    from it and the fewer-GPUs step (gpu_usage.underused_recommendations) names it."""
+
+    instance_type: str
+    instance_count: int
+    gpus: int  # instance_count x the GPUs per instance its runs on it recorded (the most common)
+    runs: int  # the class's runs on it
+    class_runs: int  # all the class's runs
+
+    @property
+    def label(self) -> str:
+        return f"{self.instance_count} x {self.instance_type}"
+
+
+def _classed_runs(
+    runs: pd.DataFrame,
+    group_by: Sequence[str],
+    spec: Callable[[str], tuple[int, float | None] | None],
+) -> tuple[pd.DataFrame, list[str]]:
+    """The plausible runs with their `gpus`, `hours` and `job_class` columns, and the notes on
+    the runs left out (plausible_runs)."""
+    df = runs.copy()
+    unknown = [c for c in group_by if c not in df.columns and c not in _OPTIONAL_COLUMNS]
+    if unknown:
+        raise ValueError(f"no job-run column {', '.join(unknown)} to group by")
+    for col in (*group_by, *_OPTIONAL_COLUMNS):
+        if col not in df.columns:
+            df[col] = None
+    df, skipped = plausible_runs(df[df["instance_type"].notna()], spec)
+    df = df.copy()
+    df["gpus"] = df["instance_count"].astype(int) * df["gpus_per_instance"].astype(int)
+    df["hours"] = df["duration_s"].astype(float) / 3600.0
+    # A grouping column no run records (a log without phases) would only append "unknown".
+    cols = [c for c in group_by if df[c].notna().any()] or list(group_by)
+    key = df[cols].astype("object").where(df[cols].notna(), "unknown").astype(str)
+    # Column by column: a row-wise join calls Python once per job run (seconds at 100 k runs).
+    df["job_class"] = functools.reduce(lambda joined, col: joined + "/" + key[col], cols[1:], key[cols[0]])
+    return df, skipped
+
+
+def _current_configuration(g: pd.DataFrame) -> CurrentConfiguration:
+    """The current configuration of one class's runs (`_classed_runs` rows)."""
+    counts = g["instance_count"].astype(int)
+    configs = Counter(zip(g["instance_type"], counts, strict=True))
+    gpu_hours = g.groupby(["instance_type", counts])["hours"].sum().to_dict()
+    (itype, icount), n = max(configs.items(), key=lambda kv: (kv[1], gpu_hours.get(kv[0], 0.0)))
+    on_it = g[(g["instance_type"] == itype) & (counts == icount)]
+    return CurrentConfiguration(
+        str(itype), int(icount), int(on_it["gpus"].astype(int).mode().max()), int(n), len(g)
+    )
+
+
+def current_configurations(
+    runs: pd.DataFrame,
+    *,
+    group_by: Sequence[str] = DEFAULT_GROUP_BY,
+    spec: Callable[[str], tuple[int, float | None] | None] = _catalog_spec,
+) -> dict[str, CurrentConfiguration]:
+    """Each class's current configuration, formed as class_inputs forms it (the same runs)."""
+    df, _ = _classed_runs(runs, group_by, spec)
+    return {str(c): _current_configuration(g) for c, g in df.groupby("job_class", sort=True)}
+
+
 def class_inputs(
     runs: pd.DataFrame,
     *,
@@ -852,36 +929,11 @@ def class_inputs(
     Returns the classes and one note per reason runs were left out or a class could not be formed
     (no run with a duration).
     """
-    df = runs.copy()
-    optional = (
-        "team",
-        "project",
-        "model",
-        "model_params",
-        "peak_gpu_memory_gib",
-        "samples_per_second",
-        "phase",
-    )
-    unknown = [c for c in group_by if c not in df.columns and c not in optional]
-    if unknown:
-        raise ValueError(f"no job-run column {', '.join(unknown)} to group by")
-    for col in (*group_by, *optional):
-        if col not in df.columns:
-            df[col] = None
-    df, skipped = plausible_runs(df[df["instance_type"].notna()], spec)
-    df = df.copy()
-    df["gpus"] = df["instance_count"].astype(int) * df["gpus_per_instance"].astype(int)
-    df["hours"] = df["duration_s"].astype(float) / 3600.0
-    # A grouping column no run records (a log without phases) would only append "unknown".
-    cols = [c for c in group_by if df[c].notna().any()] or list(group_by)
-    key = df[cols].astype("object").where(df[cols].notna(), "unknown").astype(str)
-    # Column by column: a row-wise join calls Python once per job run (seconds at 100 k runs).
-    df["job_class"] = functools.reduce(lambda joined, col: joined + "/" + key[col], cols[1:], key[cols[0]])
+    df, skipped = _classed_runs(runs, group_by, spec)
     classes = []
     for job_class, g in df.groupby("job_class", sort=True):
-        configs = Counter(zip(g["instance_type"], g["instance_count"].astype(int), strict=True))
-        gpu_hours = g.groupby(["instance_type", g["instance_count"].astype(int)])["hours"].sum().to_dict()
-        (itype, icount), _ = max(configs.items(), key=lambda kv: (kv[1], gpu_hours.get(kv[0], 0.0)))
+        current = _current_configuration(g)
+        itype, icount = current.instance_type, current.instance_count
         on_current = g[(g["instance_type"] == itype) & (g["instance_count"].astype(int) == icount)]
         done = on_current[(on_current["state"] == "completed") & (on_current["hours"] > 0)]
         basis = done if len(done) else on_current[on_current["hours"] > 0]

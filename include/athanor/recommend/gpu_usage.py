@@ -40,7 +40,8 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from athanor.recommend.gpu_choice import DEFAULT_GROUP_BY
+from athanor.recommend.gpu_choice import DEFAULT_GROUP_BY, CurrentConfiguration
+from athanor.recommend.gpu_choice import current_configurations as current_configurations_of
 from athanor.recommend.nightly import Recommendation, store_recommendations
 from athanor.reference.vocabulary import HOURS_PER_MONTH, MIG_SLICES
 from athanor.warehouse import sql, transaction
@@ -452,7 +453,15 @@ def job_figures(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, rule: IdleRu
     if linked.empty:
         return pd.DataFrame()
     # A MIG instance is a GPU of its own here (dropna=False: a whole GPU's mig_instance is null).
-    linked = linked.assign(gpu_key=linked["gpu_id"] + "/" + linked["mig_instance"].fillna(""))
+    # Keyed by machine too: a multi-node job's GPUs are those of all its nodes (4 x 8 = 32), even
+    # where two nodes report the same GPU id.
+    linked = linked.assign(
+        gpu_key=linked["machine"].fillna("").astype(str)
+        + "/"
+        + linked["gpu_id"]
+        + "/"
+        + linked["mig_instance"].fillna("")
+    )
     linked = linked.assign(on_mig=linked["mig_instance"].notna())
     per_gpu = linked.groupby(["job_class", "job_id", "gpu_key"], as_index=False).agg(
         on_mig=("on_mig", "max"),
@@ -482,15 +491,59 @@ def job_figures(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, rule: IdleRu
     return jobs
 
 
+def current_configurations(
+    con: duckdb.DuckDBPyConnection, as_of: date | None = None
+) -> dict[str, CurrentConfiguration]:
+    """Each class's current configuration as the GPU plan reads it (the same runs, the same rule):
+    the one statement of a class's current size on the page."""
+    # Imported here: gpu_plan imports this module (the measured utilisation of its carbon figure).
+    from athanor.recommend.gpu_plan import read_job_runs
+
+    runs = read_job_runs(con, as_of)
+    return current_configurations_of(runs) if len(runs) else {}
+
+
+def _sizes(gpus: Sequence[int]) -> str:
+    """'16 and 32 GPUs' for the jobs' sizes, each once, smallest first."""
+    n = sorted(set(gpus))
+    head = ", ".join(str(g) for g in n[:-1])
+    return (f"{head} and {n[-1]}" if head else str(n[-1])) + f" GPU{'s' if n[-1] != 1 else ''}"
+
+
+def _fewer_gpus_action(
+    job_class: str, g: pd.DataFrame, gpus: int, keep: int, used_share: float, cur: CurrentConfiguration | None
+) -> str:
+    """The fewer-GPUs step's words. Its size is that of the jobs GPU telemetry saw; where it is not
+    the class's current configuration (the GPU plan's, gpu_choice.current_configurations), it says
+    so and names that configuration, so the page never gives a class two current sizes."""
+    plural = "s" if keep != 1 else ""
+    share = f"{100 * used_share:.0f} %"
+    if cur is None or cur.gpus == gpus:
+        now = "" if cur is None else f" ({cur.label}, its current configuration)"
+        return (
+            f"Run {job_class} on {keep} GPU{plural} instead of {gpus}{now}: "
+            f"{share} of its GPU-hours are on GPUs its jobs use"
+        )
+    n = len(g)
+    return (
+        f"Run {job_class}'s jobs on at most {keep} GPU{plural}, not the {_sizes(g['gpus'].astype(int))} "
+        f"of the {n} job{'s' if n != 1 else ''} GPU telemetry saw: {share} of their GPU-hours are on GPUs "
+        f"they use. A measure of those jobs, not of its current configuration, {cur.label} "
+        f"({cur.gpus} GPUs, {cur.runs} of its {cur.class_runs} runs)"
+    )
+
+
 def underused_recommendations(
-    con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, rule: IdleRule
+    con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, rule: IdleRule, as_of: date | None = None
 ) -> list[Recommendation]:
     """An `underused_gpu` row per workload class whose jobs leave most of their GPUs, or most of each
     GPU, unused: fewer GPUs, or smaller GPUs / MIG slices. The saving is an estimate at the bill's
-    price per GPU-hour (a smaller configuration's own price is the GPU plan's to find)."""
+    price per GPU-hour (a smaller configuration's own price is the GPU plan's to find). `as_of`:
+    the GPU plan's window of job runs, whose current configuration per class the step names."""
     jobs = job_figures(con, rows, rule)
     if jobs.empty:
         return []
+    configs = current_configurations(con, as_of)
     month = HOURS_PER_MONTH / max(_span_hours(rows), 1.0)
     out = []
     for job_class, g in jobs.groupby("job_class", sort=True):
@@ -502,10 +555,15 @@ def underused_recommendations(
         busy = float(g["busy"].sum())
         mean_util = float(g["busy_util"].sum()) / busy if busy > 0 else 0.0
         peak_mem = float(g["peak_memory_share"].max()) if g["peak_memory_share"].notna().any() else None
-        gpus = int(g["gpus"].mode().max())  # the class's usual size (its jobs may differ)
+        # The usual size of the jobs telemetry saw (they may differ from the class's current one).
+        gpus = int(g["gpus"].mode().max())
+        cur = configs.get(str(job_class))
         figures = {
             "jobs": len(g),
             "gpus_per_job": gpus,
+            "telemetry_job_gpus": sorted(int(n) for n in g["gpus"]),
+            "current_configuration": None if cur is None else cur.label,
+            "current_gpus": None if cur is None else cur.gpus,
             "share_of_gpu_hours_on_used_gpus": round(used_share, 4),
             "mean_utilisation_of_busy_time": round(mean_util, 4),
             "peak_memory_share": None if peak_mem is None else round(peak_mem, 4),
@@ -515,10 +573,12 @@ def underused_recommendations(
             if keep >= gpus:
                 continue
             fraction = keep / gpus
-            action = (
-                f"Run {job_class} on {keep} GPU{'s' if keep != 1 else ''} instead of {gpus}: "
-                f"{100 * used_share:.0f} % of its GPU-hours are on GPUs its jobs use"
-            )
+            action = _fewer_gpus_action(str(job_class), g, gpus, keep, used_share, cur)
+            # Each job keeps min(keep, its GPUs): a job already at or under `keep` saves nothing
+            # (a class's jobs need not all be of its usual size).
+            job_gpus = g["gpus"].astype(float)
+            kept = (g["paid_cost_usd"].fillna(0) * job_gpus.clip(upper=keep) / job_gpus).sum()
+            saving = paid - float(kept) * month
         elif (
             peak_mem is not None
             and mean_util < SMALLER_GPU_SHARE
@@ -535,9 +595,9 @@ def underused_recommendations(
                 f"Run {job_class} on smaller GPUs or {slices}/{MIG_SLICES} MIG slices: busy at "
                 f"{100 * mean_util:.0f} % utilisation, at most {100 * peak_mem:.0f} % of GPU memory"
             )
+            saving = paid * (1 - fraction)
         else:
             continue
-        saving = paid * (1 - fraction)
         out.append(
             Recommendation(
                 kind="underused_gpu",
@@ -547,7 +607,7 @@ def underused_recommendations(
                 estimated_monthly_cost=_money(paid - saving),
                 current_monthly_cost=_money(paid),
                 estimated_monthly_savings_amount=_money(saving),
-                estimated_savings_percentage=100 * (1 - fraction),
+                estimated_savings_percentage=100 * saving / paid,
                 average_utilization=mean_util,
                 risk=(
                     "an estimate: the price per GPU-hour taken as it is on a smaller configuration, "
@@ -586,7 +646,7 @@ def measure_gpus(con: duckdb.DuckDBPyConnection, run_id: str, as_of: date, rule:
     # the bill alone would call every paid GPU-hour 'unobserved' (a collector down later is news).
     measured = datetime.combine(first.date(), datetime.min.time()) if first else None
     rows = hourly(con, *((measured, end) if measured else NO_WINDOW), rule)
-    recs = idle_recommendations(rows, rule) + underused_recommendations(con, rows, rule)
+    recs = idle_recommendations(rows, rule) + underused_recommendations(con, rows, rule, as_of)
     with transaction(con):
         written = store_hourly(con, rows, start, end, rule, run_id)
         store_recommendations(con, run_id, as_of, USAGE_KINDS, recs)
