@@ -336,6 +336,8 @@ def test_each_cloud_gets_its_own_savings_plan_and_gcp_none() -> None:
         "Buy an Azure savings plan for compute of $43.200/hour (1-year, billed monthly)"
     )
     assert provider_offers.savings_plan_action("aws", 14.4) == "Buy a compute savings plan of $14.400/hour"
+    one = provider_offers.unit_action("aws", "p4de/us-east-1", 1, "p4de.24xlarge", 8, 12, "no_upfront")
+    assert one == "Reserve 1 more p4de unit (1-year, no upfront) in us-east-1"
     # One plan in the fleet keeps the scope AWS fleets always had; an Azure plan alone beside AWS
     # pools a plan could cover is still 'all Azure pools'.
     assert provider_offers.savings_plan_scopes(["aws"]) == {"aws": "all pools"}

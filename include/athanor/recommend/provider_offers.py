@@ -147,7 +147,10 @@ def unit_action(
             f"their vCPUs and memory)"
         )
     # AWS: the words its rows always had.
-    return f"Reserve {units:g} more {family} units ({_term(term_months)}, {payment_option.replace('_', ' ')}) in {region}"
+    return (
+        f"Reserve {units:g} more {family} unit{many} ({_term(term_months)}, "
+        f"{payment_option.replace('_', ' ')}) in {region}"
+    )
 
 
 def savings_plan_action(provider: str, hourly_commitment: float) -> str:
