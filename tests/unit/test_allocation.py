@@ -33,6 +33,7 @@ from athanor.cli import main
 from athanor.ingest.deliveries import ingest_ec2_instances, ingest_job_file
 from athanor.recommend.allocation import allocate_gpus, allocation_summary
 from athanor.warehouse import insert_rows
+from tests.support.rows import hourly_usage_lines
 
 T0 = datetime(2026, 11, 3)
 P4D_1, P4D_2, G5 = "i-0aaaaaaaaaaaaaa01", "i-0aaaaaaaaaaaaaa02", "i-0bbbbbbbbbbbbbb01"
@@ -75,30 +76,11 @@ def describe_instances() -> dict:
 def bill_lines(
     resource: str, kind: str, gpus: int, usd: str, hours: int, tags: dict[str, str] | None = None
 ) -> list[dict]:
-    return [
-        {
-            "load_id": "B1",
-            "source_file": "bill.csv",
-            "source_row": h + 1,
-            "source_format": "focus",
-            "billing_account_id": "111",
-            "billing_currency": "USD",
-            "billing_period_start": datetime(2026, 11, 1),
-            "billing_period_end": datetime(2026, 12, 1),
-            "charge_period_start": T0 + timedelta(hours=h),
-            "charge_period_end": T0 + timedelta(hours=h + 1),
-            "charge_category": "Usage",
-            "billed_cost": Decimal(usd),
-            "effective_cost": Decimal(usd),
-            "resource_id": f"arn:aws:ec2:us-east-1:111:instance/{resource}",
-            "x_gpu_count": gpus,
-            "x_usage_hours": 1.0,
-            "x_instance_type": kind,
-            "tags": tags or {},
-            "commitment_discount_status": None,
-        }
-        for h in range(hours)
-    ]
+    return hourly_usage_lines(
+        f"arn:aws:ec2:us-east-1:111:instance/{resource}", T0, hours, cost=Decimal(usd), gpus=gpus,
+        instance_type=kind, billing_period=(datetime(2026, 11, 1), datetime(2026, 12, 1)), tags=tags,
+        commitment_discount_status=None,
+    )  # fmt: skip
 
 
 @pytest.fixture
@@ -432,12 +414,9 @@ def dcgm_samples(host: str, gpu: str, pod: str, start: datetime, n: int, **extra
     ]
 
 
-def test_pods_the_dcgm_exporter_names_hold_their_gpus(warehouse, tmp_path: Path) -> None:
-    # No pod list: on ip-10-0-1-11 (p4d, $0.001 a GPU-second) the exporter labels GPU-1 and GPU-2
-    # with pod infer-1 from 00:00 to 01:00 (12 samples each, 5 minutes apart: the last counts for
-    # the median 5 minutes): 2 x 3,600 GPU-s = $7.20. A 3g.40gb MIG instance of GPU-3 (3/7 of it)
-    # with pod small-2 for the same hour: 3,600 x 3/7 = 1,542.857 GPU-s = $1.542857 -> $1.54.
-    # The hour's idle: 28.80 - 7.20 - 1.542857 = 20.057143 -> $20.06; the cents add up to $28.80.
+def dcgm_pod_hour(warehouse, tmp_path: Path) -> None:
+    """A $28.80 hour of ip-10-0-1-11 (p4d) with no pod list: the DCGM exporter labels GPU-1 and
+    GPU-2 with pod infer-1, and a 3g.40gb MIG instance of GPU-3 with pod small-2, 00:00-01:00."""
     insert_rows(warehouse, "billing_facts", bill_lines(P4D_1, "p4d.24xlarge", 8, "28.80", 1))
     listing = tmp_path / "instances.json"
     listing.write_text(json.dumps(describe_instances()))
@@ -452,6 +431,15 @@ def test_pods_the_dcgm_exporter_names_hold_their_gpus(warehouse, tmp_path: Path)
             host, "GPU-3", "small-2", T0, 12, mig_instance="1", mig_profile="3g.40gb", gpu_share=3 / 7
         ),
     )
+
+
+def test_pods_the_dcgm_exporter_names_hold_their_gpus(warehouse, tmp_path: Path) -> None:
+    # No pod list: on ip-10-0-1-11 (p4d, $0.001 a GPU-second) the exporter labels GPU-1 and GPU-2
+    # with pod infer-1 from 00:00 to 01:00 (12 samples each, 5 minutes apart: the last counts for
+    # the median 5 minutes): 2 x 3,600 GPU-s = $7.20. A 3g.40gb MIG instance of GPU-3 (3/7 of it)
+    # with pod small-2 for the same hour: 3,600 x 3/7 = 1,542.857 GPU-s = $1.542857 -> $1.54.
+    # The hour's idle: 28.80 - 7.20 - 1.542857 = 20.057143 -> $20.06; the cents add up to $28.80.
+    dcgm_pod_hour(warehouse, tmp_path)
     allocate_gpus(warehouse, "r1")
     rows = warehouse.execute(
         "select kind, job_id, job_source, team, gpu_seconds, cost_cents_usd from gpu_allocation_hourly order by kind, job_id"

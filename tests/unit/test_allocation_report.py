@@ -23,7 +23,6 @@ from decimal import Decimal
 from pathlib import Path
 
 from athanor.cli import main
-from athanor.ingest.deliveries import ingest_ec2_instances
 from athanor.publish import build_report
 from athanor.publish.allocation_section import load_allocation
 from athanor.recommend.allocation import _largest_remainder, allocate_gpus
@@ -33,7 +32,7 @@ from tests.unit.test_allocation import (  # noqa: F401  (cluster: a fixture)
     T0,
     bill_lines,
     cluster,
-    dcgm_samples,
+    dcgm_pod_hour,
     describe_instances,
 )
 
@@ -190,20 +189,7 @@ def test_pods_are_their_own_kind_and_the_kinds_add_up_to_the_teams_cents(warehou
     # namespace serving on a $28.80 p4d hour, the rest idle ($20.057143). Team cells: serving
     # 8.742857 -> floor 8.74, idle 20.057143 -> floor 20.05; 28.80 - 28.79 leaves a cent, to the
     # larger remainder (idle's 0.71 cent): 8.74 + 20.06. The pods' kind shares serving's 8.74.
-    insert_rows(warehouse, "billing_facts", bill_lines(P4D_1, "p4d.24xlarge", 8, "28.80", 1))
-    listing = tmp_path / "instances.json"
-    listing.write_text(json.dumps(describe_instances()))
-    ingest_ec2_instances(warehouse, listing)
-    host = "ip-10-0-1-11.ec2.internal"
-    insert_rows(
-        warehouse,
-        "gpu_samples",
-        dcgm_samples(host, "GPU-1", "infer-1", T0, 12)
-        + dcgm_samples(host, "GPU-2", "infer-1", T0, 12)
-        + dcgm_samples(
-            host, "GPU-3", "small-2", T0, 12, mig_instance="1", mig_profile="3g.40gb", gpu_share=3 / 7
-        ),
-    )
+    dcgm_pod_hour(warehouse, tmp_path)
     allocate_gpus(warehouse, "r1")
     section = load_allocation(warehouse, *PERIOD)
     s = section.summary

@@ -20,6 +20,7 @@ from athanor.publish.render import render_html
 from athanor.recommend import gpu_plan, gpu_usage
 from athanor.recommend.gpu_usage import IdleRule
 from athanor.warehouse import insert_rows
+from tests.support.rows import hourly_usage_lines, job_run
 
 T0 = datetime(2026, 3, 1)
 DAY = date(2026, 3, 1)
@@ -69,57 +70,16 @@ def bill(
 ) -> list[dict]:
     """Hourly USD usage lines of one machine."""
     tags = {"team": team} | ({"job_id": job_id} if job_id else {})
-    return [
-        {
-            "load_id": "B1",
-            "source_file": "bill.csv",
-            "source_row": h + 1,
-            "source_format": "focus",
-            "billing_account_id": "111",
-            "billing_currency": "USD",
-            "billing_period_start": datetime(2026, 3, 1),
-            "billing_period_end": datetime(2026, 4, 1),
-            "charge_period_start": start + timedelta(hours=h),
-            "charge_period_end": start + timedelta(hours=h + 1),
-            "charge_category": "Usage",
-            "billed_cost": usd,
-            "effective_cost": usd,
-            "resource_id": resource_id,
-            "x_gpu_count": gpus,
-            "x_usage_hours": usage_hours,
-            "x_instance_type": "p4d.24xlarge",
-            "tags": tags,
-        }
-        for h in range(hours)
-    ]
+    return hourly_usage_lines(
+        resource_id, start, hours, cost=usd, gpus=gpus, instance_type="p4d.24xlarge",
+        billing_period=(datetime(2026, 3, 1), datetime(2026, 4, 1)), usage_hours=usage_hours, tags=tags,
+    )  # fmt: skip
 
 
 def job(
     job_id: str, start: datetime, hours: float, *, gpus: int = 8, source: str = "generic", **cols
 ) -> dict:
-    return {
-        "load_id": "J1",
-        "source_file": "jobs.csv",
-        "source_row": 1,
-        "source": source,
-        "job_id": job_id,
-        "submit_time": start,
-        "start_time": start,
-        "end_time": start + timedelta(hours=hours),
-        "state": "completed",
-        "instance_type": "p4d.24xlarge",
-        "instance_count": 1,
-        "gpus_per_instance": gpus,
-        "pricing_model": "on_demand",
-        "team": cols.get("team", "nlp"),
-        "project": cols.get("project", "p"),
-        "model": cols.get("model", "bert"),
-        "phase": cols.get("phase", "tune"),
-        "duration_s": hours * 3600,
-        "censored": False,
-        "gpu_count": gpus,
-        "gpu_hours": hours * gpus,
-    }
+    return job_run(job_id, start, hours, gpus, source=source, **cols)
 
 
 def per_gpu(frame, column: str) -> dict[str, float]:

@@ -19,6 +19,7 @@ from athanor.recommend import gpu_usage
 from athanor.recommend.gpu_usage import IdleRule
 from athanor.settings import Settings
 from athanor.warehouse import connect
+from tests.support.rows import hourly_usage_lines
 
 T0 = datetime(2026, 11, 3, 14, 0)
 UUID = "GPU-bbbbbbbb-0000-4000-8000-000000000000"
@@ -162,30 +163,11 @@ def smi_rows(
 
 def hour_bill(gpus: int = 1, hours: int = 1) -> list[dict]:
     """An AWS p5.48xlarge-like usage line per hour of i-1 in us-east-1, $8 a GPU-hour."""
-    return [
-        {
-            "load_id": "B1",
-            "source_file": "bill.csv",
-            "source_row": h + 1,
-            "source_format": "focus",
-            "billing_account_id": "111",
-            "billing_currency": "USD",
-            "billing_period_start": datetime(2026, 3, 1),
-            "billing_period_end": datetime(2026, 4, 1),
-            "charge_period_start": DAY0 + timedelta(hours=h),
-            "charge_period_end": DAY0 + timedelta(hours=h + 1),
-            "charge_category": "Usage",
-            "billed_cost": 8.0 * gpus,
-            "effective_cost": 8.0 * gpus,
-            "resource_id": "i-1",
-            "region_id": "us-east-1",
-            "x_gpu_count": gpus,
-            "x_usage_hours": 1.0,
-            "x_instance_type": "p5.48xlarge",
-            "tags": {"team": "nlp"},
-        }
-        for h in range(hours)
-    ]
+    return hourly_usage_lines(
+        "i-1", DAY0, hours, cost=8.0 * gpus, gpus=gpus, instance_type="p5.48xlarge",
+        billing_period=(datetime(2026, 3, 1), datetime(2026, 4, 1)), tags={"team": "nlp"},
+        region_id="us-east-1",
+    )  # fmt: skip
 
 
 def test_an_idle_gpu_at_70_w_for_an_hour_is_0_07_kwh_not_zero(warehouse) -> None:

@@ -20,6 +20,7 @@ from decimal import Decimal
 import pytest
 
 from athanor.warehouse import insert_rows
+from tests.support.rows import hourly_usage_lines, job_run
 
 MON = datetime(2026, 3, 2, 8)
 
@@ -27,53 +28,15 @@ MON = datetime(2026, 3, 2, 8)
 def run(
     job_id: str, start: datetime, hours: float, gpus: int, *, source="generic", state="completed", sps=None
 ):
-    return {
-        "load_id": "J1",
-        "source_file": "jobs.csv",
-        "source_row": 1,
-        "source": source,
-        "job_id": job_id,
-        "submit_time": start,
-        "start_time": start,
-        "end_time": start + timedelta(hours=hours),
-        "state": state,
-        "instance_type": "p4d.24xlarge",
-        "instance_count": 1,
-        "gpus_per_instance": gpus,
-        "pricing_model": "on_demand",
-        "team": "nlp",
-        "project": "p",
-        "model": "bert",
-        "phase": "tune",
-        "duration_s": hours * 3600,
-        "censored": state == "running",
-        "gpu_count": gpus,
-        "gpu_hours": hours * gpus,
-        "samples_per_second": sps,
-    }
+    return job_run(job_id, start, hours, gpus, source=source, state=state, samples_per_second=sps)
 
 
 def line(job_id: str, start: datetime, usd: str) -> dict:
-    return {
-        "load_id": "B1",
-        "source_file": "bill.csv",
-        "source_row": 1,
-        "source_format": "focus",
-        "billing_account_id": "111",
-        "billing_currency": "USD",
-        "billing_period_start": datetime(2026, 3, 1),
-        "billing_period_end": datetime(2026, 4, 1),
-        "charge_period_start": start,
-        "charge_period_end": start + timedelta(hours=1),
-        "charge_category": "Usage",
-        "billed_cost": Decimal(usd),
-        "effective_cost": Decimal(usd),
-        "resource_id": "i-1",
-        "x_gpu_count": 8,
-        "x_usage_hours": 1.0,
-        "x_instance_type": "p4d.24xlarge",
-        "tags": {"team": "nlp", "job_id": job_id},
-    }
+    (one,) = hourly_usage_lines(
+        "i-1", start, 1, cost=Decimal(usd), gpus=8, instance_type="p4d.24xlarge",
+        billing_period=(datetime(2026, 3, 1), datetime(2026, 4, 1)), tags={"team": "nlp", "job_id": job_id},
+    )  # fmt: skip
+    return one
 
 
 def allocation(job_id: str, start: datetime, usd: str) -> dict:
