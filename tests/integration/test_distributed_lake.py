@@ -10,7 +10,6 @@ The cluster is started and stopped by PID here, on failure too.
 from __future__ import annotations
 
 import os
-import secrets
 import subprocess
 from collections.abc import Iterator
 from datetime import date, timedelta
@@ -25,10 +24,7 @@ from athanor.model.nightly import EXPLAINED_DAYS
 from athanor.settings import PROJECT_ROOT
 from athanor.warehouse import connect, lake
 from athanor.warehouse import distributed as engine
-from bench.lake_servers import lake_env
 from tests.support.dask_cluster import DaskCluster, start_dask_cluster
-from tests.support.postgres import Postgres, start_postgres
-from tests.support.rgw import RgwEndpoint
 from tests.unit.test_ingest import focus_rows, write
 
 pytestmark = pytest.mark.integration
@@ -36,29 +32,6 @@ D = Decimal
 AS_OF = date(2026, 11, 30)
 # The nightly fit's window of the explained-spend figure (athanor.model.nightly).
 START, END = AS_OF + timedelta(days=1 - EXPLAINED_DAYS), AS_OF + timedelta(days=1)
-
-
-@pytest.fixture(scope="module")
-def catalog_server() -> Iterator[Postgres]:
-    server = start_postgres()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def lake_settings(
-    catalog_server: Postgres, rgw_endpoint: RgwEndpoint, monkeypatch: pytest.MonkeyPatch
-) -> dict[str, str]:
-    name = "lake_" + secrets.token_hex(4)
-    catalog_server.create_database(name)
-    bucket = "athanor-" + name.replace("_", "-")
-    rgw_endpoint.client().create_bucket(Bucket=bucket)
-    env = lake_env(catalog_server.dsn(name), rgw_endpoint, bucket)
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    return env
 
 
 @pytest.fixture

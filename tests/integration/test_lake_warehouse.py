@@ -8,12 +8,10 @@ file mode's own restatement and rollback tests run here again in the lake mode.
 from __future__ import annotations
 
 import os
-import secrets
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 
@@ -22,38 +20,11 @@ import pytest
 from athanor.ingest.billing import ingest_billing
 from athanor.settings import PROJECT_ROOT, Settings
 from athanor.warehouse import connect, lake
-from bench.lake_servers import lake_env
-from tests.support.postgres import Postgres, start_postgres
-from tests.support.rgw import RgwEndpoint
 from tests.unit import test_ingest
 from tests.unit.test_ingest import focus_rows, write
 
 pytestmark = pytest.mark.integration
 D = Decimal
-
-
-@pytest.fixture(scope="module")
-def catalog_server() -> Iterator[Postgres]:
-    server = start_postgres()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def lake_settings(
-    catalog_server: Postgres, rgw_endpoint: RgwEndpoint, monkeypatch: pytest.MonkeyPatch
-) -> dict[str, str]:
-    """The lake mode's settings in os.environ, with a catalog database and a bucket of their own."""
-    name = "lake_" + secrets.token_hex(4)
-    catalog_server.create_database(name)
-    bucket = "athanor-" + name.replace("_", "-")
-    rgw_endpoint.client().create_bucket(Bucket=bucket)
-    env = lake_env(catalog_server.dsn(name), rgw_endpoint, bucket)
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    return env
 
 
 @pytest.fixture
