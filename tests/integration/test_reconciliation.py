@@ -603,6 +603,63 @@ def test_allocation_section_is_the_bills_gpu_usage_lines(published: Published) -
         reconcile(published, f"allocation: {team} idle", shown[team][1], round(idle_usd, 2), 0.01)
 
 
+def _section(html: str, section_id: str) -> str:
+    section = html[html.index(f'<section id="{section_id}"') :]
+    return section[: section.index("</section>")]
+
+
+def test_energy_note_is_gpu_usage_hourlys_energy(published: Published) -> None:
+    start, end = published.period
+    ((measured, modelled),) = published.query(
+        """select coalesce(sum(measured_energy_kwh), 0), coalesce(sum(modelled_energy_kwh), 0)
+           from gpu_usage_hourly where hour >= ? and hour < ?""",
+        [start, end],
+    )
+    note = re.search(
+        r'id="gpu-energy-note">GPU boards drew ([\d,]+) kWh over the period: <strong>([\d.]+) % measured'
+        r"</strong> \(([\d,]+) kWh.*? and ([\d,]+) kWh modelled",
+        published.html,
+    )
+    if not measured + modelled:
+        reconcile(published, "energy: no GPU telemetry, no energy note", note is None, True)
+        return
+    assert note, "the GPU section states the period's energy"
+    total, share, measured_kwh, modelled_kwh = (float(note.group(i).replace(",", "")) for i in (1, 2, 3, 4))
+    # The page shows whole kWh and the share to a tenth of a percent.
+    reconcile(published, "energy: kWh", total, round(measured + modelled))
+    reconcile(published, "energy: measured kWh", measured_kwh, round(measured))
+    reconcile(published, "energy: modelled kWh", modelled_kwh, round(modelled))
+    reconcile(published, "energy: measured share", share, round(100 * measured / (measured + modelled), 1))
+
+
+def test_unit_economics_table_is_the_views_weeks(published: Published) -> None:
+    section = _section(published.html, "unit-economics")
+    weeks = re.search(r"whole weeks from (\d{4}-\d\d-\d\d) to (\d{4}-\d\d-\d\d)", section)
+    if weeks is None:
+        rows = published.query("select count(*) from unit_economics_weekly")
+        reconcile(
+            published, "unit economics: no table without runs", rows[0][0] == 0 or "no data" in section, True
+        )
+        return
+    rows = published.query(
+        """select model, sum(runs)::bigint, sum(cost_usd)::double from unit_economics_weekly
+           where week >= ? and week < ? group by model""",
+        [date.fromisoformat(weeks.group(1)), date.fromisoformat(weeks.group(2))],
+    )
+    table = section[section.index('id="table-unit-economics"') :]
+    shown = {
+        model: (int(runs.replace(",", "")), dollars(cost))
+        for model, runs, cost in re.findall(
+            r"<tr><td>([^<]+)</td>\s*<td[^>]*>([\d,]+)</td>\s*<td[^>]*>[^<]*</td>\s*<td[^>]*>(-?\$[\d,]+)</td>",
+            table[: table.index("</table>")],
+        )
+    }
+    reconcile(published, "unit economics: models", sorted(shown), sorted(m for m, _, _ in rows))
+    for model, runs, cost in rows:
+        reconcile(published, f"unit economics: {model} runs", shown[model][0], runs)
+        reconcile(published, f"unit economics: {model} cost", shown[model][1], round(cost))
+
+
 def test_the_real_sample_has_no_gpu_or_storage_action_to_reconcile(real: Published) -> None:
     """The real FOCUS sample bills no GPU instance and delivers no inventory: the checks above of
     the mix, the plan's GPU steps, commitments and storage run on the demo, and here nothing of
