@@ -347,8 +347,14 @@ def _cmd_allocation(args: argparse.Namespace, settings: Settings) -> int:
     if not path.exists():
         print(f"error: no warehouse at {path} (run `athanor run` first)", file=sys.stderr)
         return 1
-    since = datetime.combine(date.fromisoformat(args.since), datetime.min.time()) if args.since else None
-    until = datetime.combine(date.fromisoformat(args.until), datetime.min.time()) if args.until else None
+    if args.since and args.until and args.since >= args.until:
+        print(
+            f"error: --since {args.since} is not before --until {args.until} (the end is excluded)",
+            file=sys.stderr,
+        )
+        return 2
+    since = datetime.combine(args.since, datetime.min.time()) if args.since else None
+    until = datetime.combine(args.until, datetime.min.time()) if args.until else None
     with _analyst_reading(path, snapshot, settings) as con:
         figures = allocation.allocation_summary(con, since, until)
         hours = con.execute("select count(*) from gpu_allocation_hourly").fetchone()[0]
@@ -890,8 +896,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("allocation", help="GPU cost per job and team by GPU-seconds held, idle apart")
     p.add_argument("--warehouse", help="DuckDB file to read gpu_allocation_hourly from (read-only)")
     p.add_argument("--live", action="store_true", help=LIVE_HELP)
-    p.add_argument("--since", help="first day (UTC) of the machine-hours counted")
-    p.add_argument("--until", help="the day after the last one counted (end excluded)")
+    p.add_argument("--since", type=date.fromisoformat, help="first day (UTC) of the machine-hours counted")
+    p.add_argument(
+        "--until", type=date.fromisoformat, help="the day after the last one counted (end excluded)"
+    )
     p.add_argument("--format", choices=["table", "json"], default="table")
     p.set_defaults(func=_cmd_allocation)
 

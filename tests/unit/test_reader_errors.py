@@ -101,3 +101,42 @@ def _json_error(text: str) -> str:
     except json.JSONDecodeError as e:
         return str(e)
     raise AssertionError("valid JSON")
+
+
+def test_a_price_file_that_is_missing_is_named_and_the_command_exits_1(tmp_path: Path, capsys) -> None:
+    from athanor.reference import price_files
+
+    out = tmp_path / "rates.csv"
+    code = price_files.main(
+        [str(tmp_path / "gone.json"), "--source-id", "t", "--as-of", "2026-09-27", "--out", str(out)]
+    )
+    assert code == 1
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == [
+        "0 rates from 1 files into rates.csv (0 rows)",
+        "rejected: gone.json item -: cannot be read: No such file or directory",
+    ]
+
+
+def test_allocation_refuses_a_bad_day_and_a_period_that_ends_before_it_starts(tmp_path: Path, capsys) -> None:
+    from athanor.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["allocation", "--warehouse", str(tmp_path / "w.duckdb"), "--since", "2026-13-01"])
+    assert exit_info.value.code == 2
+    assert "argument --since: invalid fromisoformat value: '2026-13-01'" in capsys.readouterr().err
+    (tmp_path / "w.duckdb").touch()
+    args = [
+        "allocation",
+        "--warehouse",
+        str(tmp_path / "w.duckdb"),
+        "--since",
+        "2026-12-01",
+        "--until",
+        "2026-11-01",
+    ]
+    assert main(args) == 2
+    assert (
+        capsys.readouterr().err
+        == "error: --since 2026-12-01 is not before --until 2026-11-01 (the end is excluded)\n"
+    )

@@ -344,14 +344,18 @@ def rates_from_documents(
 
 
 def rates_from_files(paths: Iterable[Path], source_id: str, as_of: date) -> PriceFileRates:
-    """`rates_from_documents` of JSON files on disk; a file that is not JSON is a problem, the
-    others load."""
+    """`rates_from_documents` of JSON files on disk; a file that cannot be read or is not JSON is
+    a problem, the others load."""
     documents, unreadable = [], []
     for p in paths:
         try:
             documents.append((p.name, json.loads(p.read_text())))
         except json.JSONDecodeError as e:
             unreadable.append(PriceFileProblem(p.name, "-", f"not JSON: {e}"))
+        except (OSError, UnicodeDecodeError) as e:
+            unreadable.append(
+                PriceFileProblem(p.name, "-", f"cannot be read: {getattr(e, 'strerror', None) or e}")
+            )
     out = rates_from_documents(documents, source_id, as_of)
     for problem in unreadable:
         log.warning("price file rejected: %s", problem)
