@@ -1,12 +1,15 @@
 -- billing_gpu_hourly spreads a line over the hours it covers (sql/ingest/billing_gpu_hourly_lines.sql:
 -- Azure's daily lines were summed into their first hour): the partitions holding such lines are
--- summed again with that file's expressions; the others (hourly lines) are unchanged.
+-- summed again with that file's expressions; the others (hourly lines) are unchanged. Once: every
+-- schema file runs again whenever one changes (athanor.warehouse.migrations), and a warehouse that
+-- has recorded this file has been summed this way since, by its loads.
 delete from billing_gpu_hourly
 where (billing_account_id, billing_period_start) in (
     select distinct billing_account_id, billing_period_start
     from billing_facts
     where x_instance_type is not null and charge_category = 'Usage'
       and charge_period_end > date_trunc('hour', charge_period_start) + interval 1 hour
+      and not exists (select 1 from schema_migrations where name = 'schema/066_gpu_hourly_spread')
 );
 
 insert into billing_gpu_hourly by name
@@ -15,6 +18,7 @@ with spanning as (
     from billing_facts
     where x_instance_type is not null and charge_category = 'Usage'
       and charge_period_end > date_trunc('hour', charge_period_start) + interval 1 hour
+      and not exists (select 1 from schema_migrations where name = 'schema/066_gpu_hourly_spread')
 ),
 
 lines as (

@@ -142,3 +142,34 @@ def test_connections_opening_a_new_file_at_once_all_succeed(tmp_path: Path) -> N
     assert migrations.migrate(opened[0]) == []
     for con in opened:
         con.close()
+
+
+def test_the_daily_line_rebuild_runs_once_not_at_every_schema_change(tmp_path: Path) -> None:
+    from datetime import datetime
+    from decimal import Decimal
+
+    from athanor.warehouse import insert_rows
+    from tests.support.rows import hourly_usage_lines
+
+    path = tmp_path / "w.duckdb"
+    day = datetime(2026, 11, 3)
+    # An Azure-style daily line: 2 VMs all day, 48 VM-hours, $48 (a warehouse loaded before 066).
+    (line,) = hourly_usage_lines(
+        "vm-1", day, 1, cost=Decimal("48"), gpus=8, instance_type="Standard_ND96asr_v4",
+        billing_period=(datetime(2026, 11, 1), datetime(2026, 12, 1)), usage_hours=48.0,
+        charge_period_end=datetime(2026, 11, 4),
+    )  # fmt: skip
+    with connect(path) as con:
+        insert_rows(con, "billing_facts", [line])
+        con.execute("delete from schema_migrations where name = 'schema/066_gpu_hourly_spread'")
+    with connect(path) as con:  # 066 applies once: the line spread over its 24 hours, 2 VMs and $2 each
+        hours = con.execute(
+            "select count(*), sum(usage_hours), sum(effective_cost_usd) from billing_gpu_hourly"
+        )
+        assert hours.fetchone() == (24, 48.0, Decimal("48"))
+        con.execute("update billing_gpu_hourly set effective_cost_usd = 0 where hour = ?", [day])
+        con.execute("update schema_migrations set sha256 = 'changed' where name = 'schema/001_loads'")
+    with connect(path) as con:  # every schema file runs again; 066 reads no history a second time
+        assert con.execute("select sum(effective_cost_usd) from billing_gpu_hourly").fetchone()[0] == Decimal(
+            "46"
+        )
