@@ -696,6 +696,10 @@ def ingest_billing(
         # totals the file beside the insert until the transaction commits.
         literals.register(con)
 
+    if validate:
+        from athanor.quality.runner import start_importing_gx
+
+        start_importing_gx()  # while DuckDB stages the files: the rules below need it
     with transaction(con):
         with any_insertion_order(con):
             file_totals = {file.name: _stage_file(con, file, fmt, params, limits) for file in files}
