@@ -33,16 +33,15 @@ system-deps:
 # are built once); see the markers in pyproject.toml.
 PARALLEL := -n auto --dist loadfile
 
-# Two passes: the server-free tests (unit and slow), then the integration and realdata tiers,
-# one test at a time as their servers, timeouts and the one-writer warehouse assume. Both run
-# whatever the first found; the slowest 15 (integration tests, minutes each) close the output.
-# The first pass runs in one process here: under pytest-xdist a worker was seen to die near the
-# end of the tier ("node down: Not properly terminated", cause not found), which would fail CI
-# after every test passed. test-fast keeps the workers for the edit-test loop.
+# Two passes: the server-free tests (unit and slow) on every core, then the integration and
+# realdata tiers on two workers, a module (and every module on the one RadosGW) to a worker:
+# their servers listen on free ports and wait on start-ups and polls more than they compute
+# (tests/conftest.py: _server_group). Both passes run whatever the first found; the slowest 15
+# close the output.
 test: $(VENV)/.installed-dev system-deps
 	source scripts/airflow-env.sh && status=0 \
-	  && { $(BIN)/pytest -q -m "not integration and not realdata" --durations=5 || status=$$?; } \
-	  && { $(BIN)/pytest -q -m "integration or realdata" --durations=15 || status=$$?; } \
+	  && { $(BIN)/pytest -q $(PARALLEL) -m "not integration and not realdata" --durations=5 || status=$$?; } \
+	  && { $(BIN)/pytest -q -n 2 --dist loadgroup -m "integration or realdata" --durations=15 || status=$$?; } \
 	  && exit $$status
 
 # The unit tier: no network, no apt, no server, nothing marked slow.

@@ -54,6 +54,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             "tests outside the unit tier without their marker (add `pytestmark = pytest.mark.<tier>`): "
             + ", ".join(unmarked)
         )
+    for item in items:
+        if any(item.get_closest_marker(tier) for tier in TIERS):
+            item.add_marker(pytest.mark.xdist_group(_server_group(item)))
+
+
+def _server_group(item: pytest.Item) -> str:
+    """The integration tier runs on two workers with `--dist loadgroup` (see the Makefile): a
+    module stays on one worker, so its module-scoped servers start once; and every module on the
+    session's RadosGW shares one worker, since that server has one port and one folder."""
+    if "rgw_endpoint" in getattr(item, "fixturenames", ()):
+        return "rgw"
+    return item.nodeid.split("::", 1)[0]
 
 
 @pytest.hookimpl(wrapper=True)
