@@ -83,9 +83,13 @@ jobs as (
     where coalesce(node_list, '') <> '' and start_time is not null and gpu_count > 0
 ),
 
-job_nodes as (
+all_job_nodes as (
     select job_id, source, team, start_time, end_at, gpus_per_node, unnest(string_split(node_list, ',')) as node
     from jobs
+),
+
+job_nodes as (
+    select * from all_job_nodes
     where end_at > $window_start - interval 1 day and start_time < $window_end
 ),
 
@@ -94,7 +98,7 @@ candidates as (
     union all
     -- An EC2 resource-based name is its instance (i-0123456789abcdef0[.ec2.internal]).
     select distinct node, regexp_extract(node, '^(i-[0-9a-f]{8,17})', 1), null
-    from job_nodes
+    from all_job_nodes
     where regexp_matches(node, '^i-[0-9a-f]{8,17}($|\.)')
 ),
 
@@ -221,7 +225,11 @@ held_hours as (
 -- bill's team tag; else nobody's. The telemetry alone makes no machine a cluster node: it also
 -- names the tagged fleet's hosts.
 ever_held as (
-    select distinct resource_id from held
+    select resource_id from held
+    union
+    -- A node a scheduler job held in any month: the window is one month of the history
+    -- (athanor.recommend.allocation), and a cluster node is one in all of them.
+    select c.instance_id from all_job_nodes as j join candidates as c on c.node = j.node
 ),
 
 listed as (
@@ -288,7 +296,9 @@ shares as (
         h.*,
         m.period_end, m.instance_type, m.gpus, m.billed_gpu_seconds, m.hour_cost_usd,
         greatest(m.billed_gpu_seconds, coalesce(hh.held_gpu_seconds, 0))          as denominator,
-        cast(round(m.hour_cost_usd * 100) as hugeint)                           as hour_cents
+        cast(round(m.hour_cost_usd * 100) as hugeint)                           as hour_cents,
+        -- A machine-hour no job held has one row (idle, or its bill's tags): all its cents.
+        hh.resource_id is not null                                              as shared
     from holders as h
     join machine_hours as m using (resource_id, hour)
     left join held_hours as hh using (resource_id, hour)
@@ -319,7 +329,13 @@ ranked as (
             order by exact_cents - floor_cents desc, kind, job_id nulls last, job_source nulls last
         )                                                                        as remainder_rank
     from floored
+    where shared
     window machine_hour as (partition by resource_id, hour)
+    union all
+    -- One row, the whole hour: its exact share is its cents (no window over the fleet's hours).
+    select *, hour_cents - floor_cents, 1
+    from floored
+    where not shared
 )
 
 select

@@ -78,8 +78,9 @@ VOLATILE_COLUMNS = {
     "fitted_at",
 }
 VOLATILE_JSON_KEYS = {"run_id", "generated_at"}
-# The run log: its summaries carry timings. The schema ledger: hashes of the SQL files, not data.
-VOLATILE_TABLES = {"pipeline_runs", "schema_migrations"}
+# The run log: its summaries carry timings. The schema ledger and the allocation's months: hashes
+# of the SQL files (and of inputs the other tables hold), not data.
+VOLATILE_TABLES = {"pipeline_runs", "schema_migrations", "gpu_allocation_months"}
 NUMBER = re.compile(r"-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
