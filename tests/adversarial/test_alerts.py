@@ -93,6 +93,7 @@ def test_an_endpoint_that_answers_no_http_is_a_failed_alert(caplog: pytest.LogCa
     assert TOKEN not in caplog.text
 
 
+@pytest.mark.slow
 def test_a_trickling_endpoint_is_abandoned_within_the_total_deadline(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -47,6 +47,7 @@ def test_a_missing_file(home: Path, capsys) -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_full_disk(home: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
     # The demo's bills are written through gzip; the disk fills up on the first block.
     def no_space(self: gzip.GzipFile, data: bytes) -> int:

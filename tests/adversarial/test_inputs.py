@@ -172,6 +172,7 @@ UNRECOGNISED = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "make", "reason"), UNRECOGNISED, ids=[u[0] for u in UNRECOGNISED])
 def test_a_file_of_no_known_format_is_named_with_its_reason(home: Path, capsys, name, make, reason) -> None:
     folder = home / "landing" / "billing"

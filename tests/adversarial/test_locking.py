@@ -77,6 +77,7 @@ def _child_env() -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
 
 
+@pytest.mark.slow
 def test_a_second_writer_waits_the_set_time_then_fails_in_one_line(
     home: Path,
     writer: Callable,

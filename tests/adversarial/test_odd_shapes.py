@@ -112,6 +112,7 @@ def billing_facts(settings: Settings) -> list[tuple]:
         con.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("folder", "files", "line"), CASES, ids=[c[0] for c in CASES])
 def test_an_odd_shape_is_one_line_quarantined_and_the_next_night_runs_clean(
     home: Path, folder: str, files: dict[str, str], line: str
@@ -175,6 +176,7 @@ def test_a_budgets_file_of_an_odd_shape_is_one_line(tmp_path: Path, case: str, m
     assert str(refused.value) == line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("case", "make", "line"), BUDGETS, ids=[b[0] for b in BUDGETS])
 def test_the_watch_goes_on_without_budgets_and_says_why(home: Path, case: str, make, line: str) -> None:
     from athanor.watch.nightly import watch_spend

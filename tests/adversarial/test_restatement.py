@@ -62,6 +62,7 @@ def test_a_restatement_with_every_row_but_two_fifths_of_the_cost_is_held(wh, tmp
     )
 
 
+@pytest.mark.slow
 def test_half_of_the_rows_is_not_fewer_than_half(wh, tmp_path: Path) -> None:
     # 9 of 20 is held; 10 of 20 (USD 100.00 of 200.00) loads, with the shrink as a warning.
     assert "9 rows, USD 90.00 billed" in restate(wh, tmp_path, good_rows(9))
@@ -69,6 +70,7 @@ def test_half_of_the_rows_is_not_fewer_than_half(wh, tmp_path: Path) -> None:
     assert (result.rows, result.replaced_rows, month(wh)) == (10, 20, (10, Decimal("100")))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("share", "rows", "held"), [("0", 5, False), ("0.9", 17, True), ("0.9", 18, False)])
 def test_the_share_is_a_setting(wh, tmp_path: Path, monkeypatch, share: str, rows: int, held: bool) -> None:
     monkeypatch.setenv("ATHANOR_RESTATEMENT_MIN_SHARE", share)

@@ -360,6 +360,7 @@ def test_unknown_charge_category(wh, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_negative_cost_on_usage_is_rejected_but_credit_loads(wh, tmp_path):
     rows = good_rows()
     rows[9]["BilledCost"] = "-5.00"

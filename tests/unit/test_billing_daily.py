@@ -64,6 +64,7 @@ def test_a_load_sums_its_partition_by_day(con, tmp_path: Path) -> None:
     assert summary == recomputed(con)
 
 
+@pytest.mark.slow
 def test_a_restatement_a_second_partition_and_a_deleted_day(con, tmp_path: Path) -> None:
     ingest_billing(
         con, [write(tmp_path / "v1/oct.csv", focus_rows("acct", "2026-10", ["1.00", "2.00", "4.00"]))]
@@ -100,6 +101,7 @@ def test_a_rejected_load_leaves_the_summary_as_it_was(con, tmp_path: Path) -> No
     assert daily(con) == before
 
 
+@pytest.mark.slow
 def test_the_summary_reconciles_with_billing_facts(con, tmp_path: Path) -> None:
     ingest_billing(con, [write(tmp_path / "a.csv", focus_rows("acct", "2026-10", ["1.00", "2.00", "4.00"]))])
     ingest_billing(

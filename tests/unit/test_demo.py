@@ -66,6 +66,7 @@ def _file(summary: dict, kind: str, period: str) -> dict:
 # ----------------------------------------------------------------------------- determinism
 
 
+@pytest.mark.slow
 def test_same_config_gives_identical_bytes_and_another_seed_does_not(tmp_path: Path) -> None:
     first = demo.generate_landing(tmp_path / "a", SMALL)
     demo.generate_landing(tmp_path / "b", SMALL)
@@ -81,6 +82,7 @@ def test_same_config_gives_identical_bytes_and_another_seed_does_not(tmp_path: P
 # ----------------------------------------------------------------------------- totals
 
 
+@pytest.mark.slow
 def test_focus_file_totals_match_the_summary_exactly(landing: tuple[Path, dict]) -> None:
     root, summary = landing
     focus_files = [f for f in summary["files"] if f["kind"] == "focus-1.2"]

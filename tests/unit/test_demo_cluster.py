@@ -47,6 +47,7 @@ def test_the_cluster_writes_a_bill_a_log_and_two_listings(landed) -> None:
     assert log[-1].startswith("7404_[3-12]|7404|g5|speech|") and "|PENDING|" in log[-1]
 
 
+@pytest.mark.slow
 def test_the_clusters_bill_lands_on_jobs_and_idle_lines_to_the_cent(landed, settings) -> None:
     out, summary = landed
     outcome = ingest_paths([out], settings.warehouse, settings=settings)

@@ -35,6 +35,7 @@ def _last_day(lines, resource_type: str):
     return rows[rows["charge_start"] == rows["charge_start"].max()]
 
 
+@pytest.mark.slow
 def test_the_bill_charges_the_buckets_the_inventories_list_byte_for_byte(delivered: dict) -> None:
     day = delivered[CFG.end_date]
     inventory = read_inventories([day["root"] / "inventory"])

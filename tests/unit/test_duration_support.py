@@ -101,6 +101,7 @@ def _job_log(path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
+@pytest.mark.slow
 def test_cli_csv_and_report_show_the_same_figures_for_a_class(tmp_path: Path, capsys) -> None:
     home = tmp_path / "home"
     log = home / "landing" / "jobs" / "jobs.csv"

@@ -78,6 +78,7 @@ def query(path: Path, sql: str, params: list | None = None) -> list[tuple]:
         return con.execute(sql, params or []).fetchall()
 
 
+@pytest.mark.slow
 def test_land_lists_each_folder_as_a_delivery(nightly) -> None:
     settings, summaries = nightly
     landing = Path(settings.landing)
@@ -260,6 +261,7 @@ def test_a_dry_run_on_a_loaded_warehouse_changes_no_file(tmp_path: Path) -> None
     assert summaries["validate"]["asset_event"] is None
 
 
+@pytest.mark.slow
 def test_the_ingest_announces_the_warehouse_only_when_the_day_has_news(tmp_path: Path) -> None:
     landing_of_fixtures(tmp_path)
     settings = settings_for(tmp_path)
@@ -284,6 +286,7 @@ def test_the_ingest_announces_the_warehouse_only_when_the_day_has_news(tmp_path:
     assert announced("r5", "2023-11-06") == {"as_of": "2023-11-06"}
 
 
+@pytest.mark.slow
 def test_latest_only_moves_forward(tmp_path: Path) -> None:
     landing_of_fixtures(tmp_path)
     settings = settings_for(tmp_path)
@@ -516,6 +519,7 @@ def test_the_scheduler_runs_the_night_of_december_1_for_november_30(monkeypatch)
     assert flow.as_of_from(context) == date(2026, 11, 30)
 
 
+@pytest.mark.slow
 def test_the_task_announces_its_day_or_ends_skipped(tmp_path: Path, monkeypatch) -> None:
     """The DAG's task wrapper: the asset event carries the day; no news means no event."""
     from airflow.sdk.exceptions import AirflowSkipException

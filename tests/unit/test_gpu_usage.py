@@ -284,6 +284,7 @@ def test_gpu_usage_command_prints_the_issue_shape(settings, warehouse, capsys) -
     assert "unobserved GPU-hours: 14.0" in table
 
 
+@pytest.mark.slow
 def test_measure_gpus_stores_hours_and_priced_recommendations_the_report_reconciles(warehouse) -> None:
     # Day 2026-03-01: i-1 (team nlp, 8 GPUs, $2 a GPU-hour) runs job j1 for an hour on one GPU of
     # eight at 90 % (the other seven at 0 %), then sits idle (1 %) for two hours, all 8 GPUs sampled.
@@ -484,6 +485,7 @@ def test_a_sagemaker_instance_that_lost_its_job_tag_is_paid_with_its_job(warehou
     assert (rows["paid_gpu_hours"] * rows["usd_per_gpu_hour"]).sum() == pytest.approx(6.0)
 
 
+@pytest.mark.slow
 def test_fewer_gpus_and_the_gpu_plan_name_one_current_size_of_a_multi_node_class(warehouse) -> None:
     # Class nlp/p/llama/tune: j1 and j2 ran an hour on 4 x p4d.24xlarge (32 GPUs), j3 an hour on
     # 1 x p4d.24xlarge (8 GPUs): its current configuration is 4 x p4d.24xlarge (2 of 3 runs).
@@ -545,6 +547,7 @@ def test_fewer_gpus_and_the_gpu_plan_name_one_current_size_of_a_multi_node_class
     assert "4 x p4d.24xlarge" in rec.action
 
 
+@pytest.mark.slow
 def test_fewer_gpus_sized_on_other_jobs_than_the_current_configuration_says_so(warehouse) -> None:
     # Class nlp/p/llama/tune: three 1-hour runs on 1 x p4d.24xlarge (8 GPUs: its current
     # configuration, 3 of 4 runs) without telemetry, one on 4 x p4d.24xlarge (32 GPUs) with it,

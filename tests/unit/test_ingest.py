@@ -60,6 +60,7 @@ def test_unchanged_file_is_skipped(con, tmp_path: Path) -> None:
     assert con.execute("select count(*) from loads").fetchone()[0] == 1
 
 
+@pytest.mark.slow
 def test_restated_month_replaces_the_earlier_delivery(con, tmp_path: Path) -> None:
     october = ingest_billing(
         con, [write(tmp_path / "v1/oct.csv", focus_rows("acct", "2026-10", ["1.00", "2.00"]))]
@@ -143,6 +144,7 @@ def test_insertion_order_setting_is_put_back_after_a_load_good_or_bad(
     assert con.execute(setting).fetchone()[0] is True
 
 
+@pytest.mark.slow
 def test_rerunning_a_day_gives_identical_content(tmp_path: Path) -> None:
     files = [
         write(tmp_path / "in/a/oct.csv", focus_rows("acct", "2026-10", ["1.00", "2.00"])),
@@ -177,6 +179,7 @@ def test_every_fact_traces_to_its_file_row_and_load(con, tmp_path: Path) -> None
     ).fetchone() == (D("2.00"),)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options", ["format csv, header true, compression gzip", "format csv, header true",
                                      "format parquet, row_group_size 10000"])  # fmt: skip
 def test_source_row_is_the_file_row_in_large_files(con, tmp_path: Path, options: str) -> None:

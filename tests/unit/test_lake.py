@@ -136,6 +136,7 @@ def local_lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     con.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "case",
     [
@@ -156,6 +157,7 @@ def test_file_mode_load_tests_hold_in_a_local_lake(case, local_lake, tmp_path: P
     assert local_lake.execute(f"select count(*) from {staged}").fetchall() == [(0,)]
 
 
+@pytest.mark.slow
 def test_a_column_added_by_a_migration_reaches_the_lake(local_lake, tmp_path: Path) -> None:
     con = local_lake
     ingest_billing(con, [write(tmp_path / "a/oct.csv", focus_rows("acct", "2026-10", ["1.00", "2.00"]))])
@@ -230,6 +232,7 @@ def test_a_telemetry_load_replaces_each_gpus_span_only() -> None:
     assert [matches(Record(*row)) for row in rows] == [True, False, True, False]
 
 
+@pytest.mark.slow
 def test_a_night_of_thousands_of_gpus_makes_a_shallow_filter() -> None:
     """Each GPU with a span of its own: the Or is a balanced tree, which pyiceberg can visit."""
     from pyiceberg.expressions import Or
@@ -307,6 +310,7 @@ def _jobs(con, folder: Path) -> list[list[tuple]]:
     return seen
 
 
+@pytest.mark.slow
 def test_a_restated_job_log_replaces_its_jobs_in_the_lake_as_in_the_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -366,6 +370,7 @@ def _inventories(con, folder: Path) -> list[list[tuple]]:
     return seen
 
 
+@pytest.mark.slow
 def test_a_redelivered_inventory_replaces_its_bucket_in_the_lake_as_in_the_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -426,6 +431,7 @@ def _telemetry(con, folder: Path) -> list:
     return [lines, *seen]
 
 
+@pytest.mark.slow
 def test_restated_telemetry_replaces_its_spans_in_the_lake_as_in_the_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -448,6 +454,7 @@ def test_restated_telemetry_replaces_its_spans_in_the_lake_as_in_the_file(
     con.close()
 
 
+@pytest.mark.slow
 def test_a_load_reads_only_the_files_of_its_partitions_and_charge_hours(
     local_lake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

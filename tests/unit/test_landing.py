@@ -83,6 +83,7 @@ def test_newer_assembly_supersedes_the_older(tmp_path: Path) -> None:
     assert {o.key.split("/")[2] for o in cur[0].objects} == {"asm-0002"}
 
 
+@pytest.mark.slow
 def test_bucket_lists_like_the_folder_and_loads_the_same(s3, tmp_path: Path) -> None:
     root = build_landing(tmp_path / "landing")
     upload(s3, root, "exports", "billing/")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import date
 
 import pandas as pd
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -80,6 +81,7 @@ def build(runs: list[tuple]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(runs=st.lists(run, min_size=1, max_size=5), keep_last=st.integers(1, 3))
 def test_rules_never_touch_protected_and_only_expire_stale(runs: list[tuple], keep_last: int) -> None:

@@ -119,6 +119,7 @@ def test_focus_quirks(con, tmp_path: Path) -> None:
     assert got[2][2] is None and got[2][5] is None and got[2][9] == {}
 
 
+@pytest.mark.slow
 def test_focus_csv_gz_and_parquet_load_the_same(con, tmp_path: Path) -> None:
     rows = [FOCUS_ROW, {**FOCUS_ROW, "BilledCost": "3.125", "EffectiveCost": "3"}]
     plain = write_csv(tmp_path / "a.csv", rows)
@@ -466,6 +467,7 @@ def test_gcp_credits_become_rows_and_net_into_effective_cost(con) -> None:
     assert period.fetchall() == [("2023-11-01 07:00:00", "2023-12-01 08:00:00")]
 
 
+@pytest.mark.slow
 def test_gcp_csv_and_parquet_match_jsonl(con, tmp_path: Path) -> None:
     jsonl = FIXTURES / "gcp" / "billing-export-202311.jsonl"
     parquet, flat = tmp_path / "export.parquet", tmp_path / "export.csv"

@@ -50,6 +50,7 @@ def _smi_samples(out: Path) -> pd.DataFrame:
     return pd.DataFrame(records, columns=["instance", "at", "bus", "util"])
 
 
+@pytest.mark.slow
 def test_samples_only_while_the_bill_has_the_instance_running(demo) -> None:
     _, _, _, out, _, usage = demo
     smi = _smi_samples(out)
