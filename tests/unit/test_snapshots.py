@@ -347,3 +347,39 @@ def test_leaving_a_write_ahead_no_publish_took_removes_its_files(warehouse) -> N
         ahead.result()  # written, then the run fails before its publish
         assert len(parquet_files(snapshot)) == len(before) + 1
     assert parquet_files(snapshot) == before
+
+
+def allocation(con: duckdb.DuckDBPyConnection, run_id: str, month: str, hours: int, cost: str) -> None:
+    """`hours` idle machine-hours of `cost` in `month`, as allocate_gpus writes a month under its run."""
+    con.execute(
+        """insert into gpu_allocation_hourly (hour, day, period_end, resource_id, instance_type, pool,
+               kind, team, gpus, billed_gpu_seconds, gpu_seconds, hour_cost_usd, cost_usd,
+               cost_cents_usd, run_id)
+           select $month::timestamp + to_hours(range), $month::date, $month::timestamp + to_hours(range + 1),
+                  'i-1', 'p4d.24xlarge', 'p4d.24xlarge', 'idle', 'llm', 8, 28800, 28800, $cost, $cost,
+                  $cost, $run
+           from range($hours)""",
+        {"month": month, "hours": hours, "cost": cost, "run": run_id},
+    )
+
+
+def test_a_reallocated_month_writes_its_file_alone_though_no_load_came(warehouse) -> None:
+    con, snapshot = warehouse
+    allocation(con, "r1", "2026-10-01", 3, "28.80")
+    allocation(con, "r1", "2026-11-01", 2, "28.80")
+    first = publish(con, snapshot)
+    assert (len(first.written), first.rows_written) == (5, 9 + 5)  # 3 billing + 2 allocation months
+
+    # The stage reallocates November under its own run (no new load: a new node map, say).
+    con.execute("delete from gpu_allocation_hourly where hour >= '2026-11-01'")
+    allocation(con, "r2", "2026-11-01", 2, "27.00")
+    second = publish(con, snapshot)
+    assert (len(second.written), second.kept, second.rows_written) == (1, 4, 2)
+    query = "select count(*), sum(cost_usd) from gpu_allocation_hourly"
+    with open_snapshot(snapshot) as reader:
+        # 3 x 28.80 + 2 x 27.00 = 140.40 over 5 hours, as in the warehouse.
+        assert (
+            reader.execute(query).fetchone()
+            == con.execute(query).fetchone()
+            == (5, Decimal("140.400000000000"))
+        )

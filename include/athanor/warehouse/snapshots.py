@@ -70,6 +70,8 @@ class Partitioning:
     table: str
     keys: tuple[tuple[str, str], ...]
     touched: str | None
+    # False: a stage rewrites the table, not only loads; its partitions are counted every time.
+    by_loads: bool = True
 
 
 # The tables that grow with history. Small tables (the ledger, marts, recommendations) are copied.
@@ -102,6 +104,14 @@ PARTITIONED: tuple[Partitioning, ...] = (
         "select distinct cast(unnest(generate_series(cast(cast(min(sampled_at) as date) as timestamp), "
         "cast(cast(max(sampled_at) as date) as timestamp), interval 1 day)) as date) "
         "from {table} where load_id in (select load_id from {new_loads})",
+    ),
+    # The allocate_gpus stage replaces a month whose inputs changed under its own run id
+    # (athanor.recommend.allocation): a (run, month) partition never changes once written.
+    Partitioning(
+        "gpu_allocation_hourly",
+        (("load_id", "run_id"), ("month", "date_trunc('month', hour)")),
+        None,
+        by_loads=False,
     ),
 )
 
@@ -510,7 +520,7 @@ def _counts(
     count_sql = f"select {keys}, count(*) from {table} {{where}} group by all"
     # A key's values come back from JSON as text; DuckDB casts them to the columns' types.
     unchanged = {key: (tuple(json.loads(key)), p.rows) for key, p in before.items()}
-    if before and not new_loads and sum(p.rows for p in before.values()) == total:
+    if before and spec.by_loads and not new_loads and sum(p.rows for p in before.values()) == total:
         return unchanged
     if before and spec.touched is not None:
         con.execute(f"create or replace temp table {_NEW_LOADS} (load_id varchar)")
