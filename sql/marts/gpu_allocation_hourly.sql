@@ -35,13 +35,8 @@ with lines as (
         case when x_instance_type like 'ml.%'
             then lower(nullif(regexp_extract(resource_id, ':training-job/([^/:]+)/?$', 1), '')) end
                                                                                  as sagemaker_job
-    from billing_facts
-    where billing_currency = 'USD'
-      and charge_category = 'Usage'
-      and x_instance_type is not null
-      and coalesce(x_gpu_count, 0) > 0
-      and coalesce(resource_id, '') <> ''
-      and charge_period_start >= $window_start and charge_period_start < $window_end
+    from ({gpu_usage_lines})
+    where charge_period_start >= $window_start and charge_period_start < $window_end
 ),
 
 machine_hours as (

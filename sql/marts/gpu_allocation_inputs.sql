@@ -15,12 +15,7 @@ with billing as (
         count(*)                                                                       as lines,
         bit_xor(hash(load_id, source_file, source_row, resource_id, charge_period_start,
                      charge_period_end, effective_cost, x_usage_hours))               as digest
-    from billing_facts
-    where billing_currency = 'USD'
-      and charge_category = 'Usage'
-      and x_instance_type is not null
-      and coalesce(x_gpu_count, 0) > 0
-      and coalesce(resource_id, '') <> ''
+    from ({gpu_usage_lines})
     group by 1
 ),
 

@@ -154,16 +154,20 @@ def changed_months(con: duckdb.DuckDBPyConnection) -> tuple[list[datetime], dict
     the allocation's own SQL and version, so a new release reallocates the history once.
     """
     shared = con.execute(sql("marts/gpu_allocation_shared_inputs")).fetchone()[0]
-    code = hashlib.md5(
-        (athanor.__version__ + sql("marts/gpu_allocation_hourly")).encode(), usedforsecurity=False
-    ).hexdigest()
+    code = hashlib.md5((athanor.__version__ + _allocation_sql()).encode(), usedforsecurity=False).hexdigest()
     digests = {
         month: hashlib.md5(f"{code}|{shared}|{own}".encode(), usedforsecurity=False).hexdigest()
-        for month, own in con.execute(sql("marts/gpu_allocation_inputs")).fetchall()
+        for month, own in con.execute(
+            sql("marts/gpu_allocation_inputs", gpu_usage_lines=sql("marts/gpu_usage_lines"))
+        ).fetchall()
     }
     stored = dict(con.execute("select month, digest from gpu_allocation_months").fetchall())
     months = sorted({m for m, d in digests.items() if stored.get(m) != d} | (set(stored) - set(digests)))
     return months, digests
+
+
+def _allocation_sql() -> str:
+    return sql("marts/gpu_allocation_hourly", gpu_usage_lines=sql("marts/gpu_usage_lines"))
 
 
 def _allocate_month(con: duckdb.DuckDBPyConnection, run_id: str, first: datetime) -> tuple[int, int]:
@@ -173,7 +177,7 @@ def _allocate_month(con: duckdb.DuckDBPyConnection, run_id: str, first: datetime
     con.execute("delete from gpu_allocation_hourly where hour >= ? and hour < ?", [first, end])
     con.execute(
         "insert into gpu_allocation_hourly by name select *, $run_id as run_id from ("
-        + sql("marts/gpu_allocation_hourly")
+        + _allocation_sql()
         + ")",
         {"run_id": run_id, "window_start": first, "window_end": end},
     )
