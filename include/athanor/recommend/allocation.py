@@ -37,8 +37,6 @@ from athanor.warehouse import insert_rows, sql, transaction
 
 logger = logging.getLogger(__name__)
 
-# What `athanor allocation` reads without --since / --until: every hour.
-ALL_TIME = (datetime(1970, 1, 1), datetime(9999, 1, 1))
 UNMAPPED_SHOWN = 10  # unmapped node names named in the log line; all are returned
 
 
