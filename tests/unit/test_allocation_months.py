@@ -74,7 +74,10 @@ def rebuilt(con) -> list[tuple]:
 def test_each_month_is_allocated_once_and_a_night_that_changed_nothing_rewrites_nothing(
     fleet, caplog
 ) -> None:
-    allocate(fleet, "r1")
+    result = allocate_gpus(fleet, "r1", node_tag_key=NODE_TAG)
+    # The stage's summary is the table's: 4 hours x 28.80 = 115.20 billed, 14.40 of it job 1's.
+    summary = (result.months_reallocated, result.billed_usd, result.allocated_usd, result.idle_usd)
+    assert summary == (2, Decimal("115.20"), Decimal("14.40"), Decimal("100.80"))
     job_cost = fleet.execute("select sum(cost_usd) from gpu_allocation_hourly where kind = 'job'").fetchone()[
         0
     ]

@@ -10,22 +10,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from athanor.watch.forecast import _ets_model, fit_on_grid, grid_loglike, smoothing_grid
+from athanor.watch.forecast import _ets_model, ets_model, fit_on_grid, grid_loglike, smoothing_grid
 
 
 def _model(values: np.ndarray, damped: bool):
     y = pd.Series(values, index=pd.date_range("2026-08-01", periods=len(values), freq="D"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return _ets_model()(
-            y,
-            error="add",
-            trend="add",
-            damped_trend=damped,
-            seasonal="add",
-            seasonal_periods=7,
-            initialization_method="heuristic",
-        )
+        return ets_model(y, damped)
 
 
 def _series() -> dict[str, np.ndarray]:

@@ -49,7 +49,7 @@ class AllocationResult:
     allocated_usd: Decimal
     idle_usd: Decimal
     unmapped_nodes: tuple[str, ...]
-    months: int = 0  # reallocated this run
+    months_reallocated: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -60,7 +60,7 @@ class AllocationResult:
             "allocated_usd": str(self.allocated_usd),
             "idle_usd": str(self.idle_usd),
             "unmapped_nodes": len(self.unmapped_nodes),
-            "months_reallocated": self.months,
+            "months_reallocated": self.months_reallocated,
         }
 
 
@@ -117,7 +117,7 @@ def allocate_gpus(
         allocated_usd=Decimal(allocated),
         idle_usd=Decimal(idle),
         unmapped_nodes=tuple(unmapped),
-        months=len(months),
+        months_reallocated=len(months),
     )
     logger.info(
         "allocate_gpus: node_map %d names; %d of %d months reallocated (their inputs changed: %s), "

@@ -195,6 +195,21 @@ def fit_on_grid(model: object) -> object:
     return model.smooth(grid[chosen])  # type: ignore[attr-defined]
 
 
+def ets_model(y: pd.Series, damped: bool) -> object:
+    """The forecast's ETS model of a daily series, before fitting: additive error, trend (damped
+    or not) and weekly season, initial states by statsmodels' heuristic (what `grid_loglike`
+    computes)."""
+    return _ets_model()(
+        y,
+        error="add",
+        trend="add",
+        damped_trend=damped,
+        seasonal="add",
+        seasonal_periods=7,
+        initialization_method="heuristic",
+    )
+
+
 def grid_loglike(model: object, grid: np.ndarray) -> np.ndarray:
     """statsmodels' ETS log-likelihood at each row of `grid`, all rows in one pass over the days.
 
@@ -245,7 +260,6 @@ def fit_base(
     month-start charges already billed in a forecast month (they are not forecast again).
     `damped` None: the trend form of the lower AIC.
     """
-    ets = _ets_model()
     start = usage.index[-1] + pd.Timedelta(days=1)
     days = pd.date_range(start, periods=horizon, freq="D")
     y = usage.astype(float).asfreq("D")
@@ -254,17 +268,7 @@ def fit_base(
         warnings.simplefilter("ignore")
         fitted = min(
             (
-                fit_on_grid(
-                    ets(
-                        y,
-                        error="add",
-                        trend="add",
-                        damped_trend=damped,
-                        seasonal="add",
-                        seasonal_periods=7,
-                        initialization_method="heuristic",
-                    )
-                )
+                fit_on_grid(ets_model(y, damped))
                 for damped in ((False, True) if damped is None else (damped,))
             ),
             key=lambda r: r.aic,
