@@ -34,14 +34,14 @@ system-deps:
 PARALLEL := -n auto --dist loadfile
 
 # Two passes: the server-free tests (unit and slow) on every core, then the integration and
-# realdata tiers on two workers, a module (and every module on the one RadosGW) to a worker:
-# their servers listen on free ports and wait on start-ups and polls more than they compute
-# (tests/conftest.py: _server_group). Both passes run whatever the first found; the slowest 15
-# close the output.
+# realdata tiers on three workers, a module to a worker (--dist loadfile: its module-scoped
+# servers start once), in file order rather than by test count (the longest modules hold few
+# tests). They wait on start-ups and polls more than they compute, so three workers share the
+# two cores. Both passes run whatever the first found; the slowest 15 close the output.
 test: $(VENV)/.installed-dev system-deps
 	source scripts/airflow-env.sh && status=0 \
 	  && { $(BIN)/pytest -q $(PARALLEL) -m "not integration and not realdata" --durations=5 || status=$$?; } \
-	  && { $(BIN)/pytest -q -n 2 --dist loadgroup -m "integration or realdata" --durations=15 || status=$$?; } \
+	  && { $(BIN)/pytest -q -n 3 --dist loadfile --no-loadscope-reorder -m "integration or realdata" --durations=15 || status=$$?; } \
 	  && exit $$status
 
 # The unit tier: no network, no apt, no server, nothing marked slow.

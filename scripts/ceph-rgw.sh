@@ -6,7 +6,8 @@
 #   scripts/ceph-rgw.sh down BASE_DIR    stop the daemons this script started, by their recorded PIDs
 #   scripts/ceph-rgw.sh status BASE_DIR  exit 0 and print the endpoint when the cluster answers
 #
-# Environment: RGW_PORT (default 7480), CEPH_MON_PORT (default 6789),
+# Environment: RGW_PORT (default 7480), CEPH_MON_PORT (default 6789), RGW_PACKAGES (the folder
+# holding debs/ and the unpacked root/, default BASE_DIR: clusters in other folders can share one),
 # RGW_ACCESS_KEY / RGW_SECRET_KEY (defaults below), RGW_LC_DEBUG_INTERVAL (default 10: one lifecycle
 # "day" lasts 10 s, for tests; set it to 0 for real-time lifecycle semantics).
 # Based on the measured recipe in the team's shared recipes (ceph-rgw-up.sh / ceph-rgw-down.sh).
@@ -20,7 +21,9 @@ if [ -z "$CMD" ] || [ -z "$BASE" ]; then
 fi
 mkdir -p "$BASE"
 BASE=$(cd "$BASE" && pwd)
-R=$BASE/root
+PKG=${RGW_PACKAGES:-$BASE}
+mkdir -p "$PKG"
+R=$PKG/root
 C=$BASE/cluster
 RGW_PORT=${RGW_PORT:-7480}
 MON_PORT=${CEPH_MON_PORT:-6789}
@@ -54,19 +57,24 @@ download() {
   # The package list comes from a simulated install, so the dependencies come along.
   local debs
   debs=$(apt-get install --simulate $PACKAGES 2>/dev/null | awk '/^Inst/{print $2}' || true)
-  mkdir -p "$BASE/debs"
-  [ -n "$debs" ] && (cd "$BASE/debs" && apt-get download $debs) && return 0
+  mkdir -p "$PKG/debs"
+  [ -n "$debs" ] && (cd "$PKG/debs" && apt-get download $debs) && return 0
   echo "apt-get download failed; running apt-get update once and retrying" >&2
   apt-get update >/dev/null
   debs=$(apt-get install --simulate $PACKAGES 2>/dev/null | awk '/^Inst/{print $2}')
-  (cd "$BASE/debs" && apt-get download $debs)
+  (cd "$PKG/debs" && apt-get download $debs)
 }
 
 unpack() {
-  if [ -x "$R/usr/bin/radosgw" ] && [ -x "$R/usr/bin/ceph-osd" ]; then return 0; fi
-  if ! ls "$BASE"/debs/*.deb >/dev/null 2>&1; then download; fi
-  mkdir -p "$R"
-  for d in "$BASE"/debs/*.deb; do dpkg -x "$d" "$R"; done
+  # One cluster at a time unpacks the shared packages; the others wait, then find them there.
+  exec 9> "$PKG/.unpack.lock"
+  flock 9
+  if ! { [ -x "$R/usr/bin/radosgw" ] && [ -x "$R/usr/bin/ceph-osd" ]; }; then
+    if ! ls "$PKG"/debs/*.deb >/dev/null 2>&1; then download; fi
+    mkdir -p "$R"
+    for d in "$PKG"/debs/*.deb; do dpkg -x "$d" "$R"; done
+  fi
+  exec 9>&-  # closing it releases the lock (and the daemons do not inherit it)
 }
 
 use_root() {

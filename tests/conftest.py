@@ -42,8 +42,6 @@ TIERS = ("integration", "realdata")
 PACKAGE_MANAGERS = {"apt", "apt-get", "dpkg", "aptitude"}
 
 
-# First: pytest-xdist reads the xdist_group marks in its own hook of the same name, on each worker.
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     unmarked = [
         item.nodeid
@@ -56,34 +54,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             "tests outside the unit tier without their marker (add `pytestmark = pytest.mark.<tier>`): "
             + ", ".join(unmarked)
         )
-    for item in items:
-        if any(item.get_closest_marker(tier) for tier in TIERS):
-            item.add_marker(pytest.mark.xdist_group(_server_group(item)))
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_node_collection_finished(node, ids: list[str]) -> None:
-    """Refuse to run when `--dist loadgroup` lost the groups (on the controller, as each worker
-    reports what it collected): each test would be a group of its own, and every module-scoped
-    server would start on each worker. A pytest from 9.2 does this without a word with
-    pytest-xdist 3.8 (pytest-xdist#1386); requirements-dev.txt pins below it."""
-    if node.config.getoption("dist") != "loadgroup":
-        return
-    lost = [i for i in ids if any(f"tests/{tier}/" in i for tier in TIERS) and "@" not in i]
-    if lost:
-        raise pytest.UsageError(
-            f"--dist loadgroup: {len(lost)} tests of the server tiers carry no group in their node id "
-            f"(first: {lost[0]}); this pytest and pytest-xdist do not group them (pytest-xdist#1386)"
-        )
-
-
-def _server_group(item: pytest.Item) -> str:
-    """The integration tier runs on two workers with `--dist loadgroup` (see the Makefile): a
-    module stays on one worker, so its module-scoped servers start once; and every module on the
-    session's RadosGW shares one worker, since that server has one port and one folder."""
-    if "rgw_endpoint" in getattr(item, "fixturenames", ()):
-        return "rgw"
-    return item.nodeid.split("::", 1)[0]
 
 
 @pytest.hookimpl(wrapper=True)

@@ -5,11 +5,16 @@ the cluster under `<repo>/.cache/rgw` (gitignored; the first run downloads ~80 M
 packages), yields an `RgwEndpoint`, and stops the daemons by their recorded PIDs at the end
 (only if this session started them). Port: env RGW_PORT (default 7480); the monitor's port:
 env CEPH_MON_PORT (default 6789).
+
+Under pytest-xdist each worker runs a cluster of its own, in `.cache/rgw/workers/<worker>` on
+ports the kernel picks, from the packages unpacked once in `.cache/rgw`: the modules on RadosGW
+then spread over the workers like any other module (a cluster starts in 10-25 s).
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,6 +35,7 @@ class RgwEndpoint:
     secret_key: str
     base_dir: Path
     started_here: bool
+    packages_dir: Path  # where the unpacked root/ is (base_dir unless shared)
 
     def client(self) -> Any:
         """A boto3 S3 client for this endpoint (path-style addressing, as RGW on an IP needs)."""
@@ -47,7 +53,7 @@ class RgwEndpoint:
 
     def admin(self, *args: str, timeout_s: float = 60) -> str:
         """Run radosgw-admin from the unpacked packages against this cluster; returns stdout."""
-        root = self.base_dir / "root"
+        root = self.packages_dir / "root"
         env = {
             **os.environ,
             "LD_LIBRARY_PATH": ":".join(
@@ -73,18 +79,28 @@ def _parse(stdout: str) -> dict[str, str]:
     return dict(line.split("=", 1) for line in stdout.splitlines() if line.startswith("RGW_") and "=" in line)
 
 
-def start_rgw(base_dir: Path = DEFAULT_BASE, timeout_s: float = 600) -> RgwEndpoint:
-    """Start (or reuse) the cluster; raise with the script's output if it does not come up."""
+def start_rgw(
+    base_dir: Path = DEFAULT_BASE, timeout_s: float = 600, env: dict[str, str] | None = None
+) -> RgwEndpoint:
+    """Start (or reuse) the cluster; raise with the script's output if it does not come up.
+
+    `env`: the script's settings (ports, the shared packages' folder) on top of this process's."""
     base_dir.mkdir(parents=True, exist_ok=True)
-    status = subprocess.run(["bash", str(SCRIPT), "status", str(base_dir)], capture_output=True, text=True)
-    already = status.returncode == 0
-    proc = subprocess.run(
-        ["bash", str(SCRIPT), "up", str(base_dir)], capture_output=True, text=True, timeout=timeout_s
-    )
-    if proc.returncode != 0:
-        subprocess.run(
-            ["bash", str(SCRIPT), "down", str(base_dir)], capture_output=True, text=True, timeout=120
+    script_env = {**os.environ, **(env or {})}
+
+    def script(command: str, timeout: float) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", str(SCRIPT), command, str(base_dir)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=script_env,
         )
+
+    already = script("status", 60).returncode == 0
+    proc = script("up", timeout_s)
+    if proc.returncode != 0:
+        script("down", 120)
         raise RuntimeError(
             f"ceph-rgw.sh up failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
         )
@@ -95,19 +111,37 @@ def start_rgw(base_dir: Path = DEFAULT_BASE, timeout_s: float = 600) -> RgwEndpo
         secret_key=info["RGW_SECRET_KEY"],
         base_dir=base_dir,
         started_here=not already,
+        packages_dir=Path(script_env.get("RGW_PACKAGES", base_dir)),
     )
 
 
 def stop_rgw(endpoint: RgwEndpoint) -> None:
+    # By the PIDs recorded in its folder: the ports do not matter to `down`.
     subprocess.run(
         ["bash", str(SCRIPT), "down", str(endpoint.base_dir)], capture_output=True, text=True, timeout=120
     )
 
 
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _this_workers_cluster() -> tuple[Path, dict[str, str]]:
+    """Where this test process's cluster lives, and the script's settings for it."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return DEFAULT_BASE, {}
+    ports = {"RGW_PORT": str(_free_port()), "CEPH_MON_PORT": str(_free_port())}
+    return DEFAULT_BASE / "workers" / worker, {**ports, "RGW_PACKAGES": str(DEFAULT_BASE)}
+
+
 @pytest.fixture(scope="session")
 def rgw_endpoint() -> Iterator[RgwEndpoint]:
     """A running RadosGW for the whole test session (stopped at the end if started here)."""
-    endpoint = start_rgw()
+    base_dir, env = _this_workers_cluster()
+    endpoint = start_rgw(base_dir, env=env)
     try:
         yield endpoint
     finally:
