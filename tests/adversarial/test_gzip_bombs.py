@@ -155,6 +155,7 @@ def test_a_job_log_bomb_is_refused_before_its_content_is_held(small_cap: Path) -
     assert peak < 8_000_000, f"peak {peak / 1e6:.1f} MB"
 
 
+@pytest.mark.slow
 def test_an_honest_gzip_under_the_cap_loads_and_is_counted_once(
     small_cap: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -89,6 +89,7 @@ def landing_with_two_cut_files(root: Path) -> Path:
     return landing
 
 
+@pytest.mark.slow
 def test_a_truncated_gzip_is_one_line_and_the_other_deliveries_load(home: Path, capsys) -> None:
     landing = landing_with_two_cut_files(home)
     code, out, err = ingest(capsys, str(landing))
@@ -102,6 +103,7 @@ def test_a_truncated_gzip_is_one_line_and_the_other_deliveries_load(home: Path, 
         assert (code, out, err) == (1, [], [f"error: {Path(name).name}: {TRUNCATED}"])
 
 
+@pytest.mark.slow
 def test_the_nightly_run_quarantines_a_truncated_gzip_and_the_next_night_runs_clean(home: Path) -> None:
     landing = landing_with_two_cut_files(home)
     settings = Settings.from_env()
@@ -184,6 +186,7 @@ def test_a_file_of_no_known_format_is_named_with_its_reason(home: Path, capsys, 
     assert err == [f"error: {name}: {reason.format(offset=f'{latin1_offset():,}')}"]
 
 
+@pytest.mark.slow
 def test_the_nightly_run_lists_quarantines_and_counts_each_unrecognised_file(home: Path) -> None:
     landing = home / "landing"
     (landing / "billing").mkdir(parents=True)
@@ -284,6 +287,7 @@ def test_a_period_outside_a_plausible_range_fails_an_error_rule(
     assert wh.execute("select count(*) from billing_facts").fetchone() == (0,)
 
 
+@pytest.mark.slow
 def test_the_upper_bound_is_the_end_of_the_day_a_year_after_the_runs_day(wh, tmp_path: Path) -> None:
     rows = good_rows(1)
     rows[0]["BillingPeriodStart"], rows[0]["BillingPeriodEnd"] = (

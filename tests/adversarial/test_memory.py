@@ -149,6 +149,7 @@ def test_ten_thousand_columns_are_refused_before_duckdb_plans_them(home: Path, c
     assert time.perf_counter() - started < 30
 
 
+@pytest.mark.slow
 def test_the_column_limit_is_a_setting(home: Path, capsys, monkeypatch) -> None:
     monkeypatch.setenv("ATHANOR_MAX_COLUMNS", "20")
     file = write_csv(home / "focus.csv", good_rows())

@@ -28,6 +28,7 @@ def spoil_the_bill(landing: Path) -> None:
     (landing / "gcp" / GCP.name).write_text("\n".join(json.dumps(r) for r in rows) + "\n")
 
 
+@pytest.mark.slow
 def test_a_rejected_delivery_is_held_back_alerted_and_the_night_goes_on(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -61,6 +62,7 @@ def test_a_rejected_delivery_is_held_back_alerted_and_the_night_goes_on(
     ]
 
 
+@pytest.mark.slow
 def test_the_report_names_what_was_held_back_and_what_the_night_loaded(tmp_path: Path) -> None:
     landing = landing_of_fixtures(tmp_path)
     spoil_the_bill(landing)
@@ -83,6 +85,7 @@ def test_the_report_names_what_was_held_back_and_what_the_night_loaded(tmp_path:
     assert "0 loaded, 1 unchanged, 0 rejected: nothing new, the figures are those of earlier loads" in tile
 
 
+@pytest.mark.slow
 def test_validate_counts_what_was_loaded_not_the_summary_lines(tmp_path: Path) -> None:
     landing_of_fixtures(tmp_path)
     settings = settings_for(tmp_path)
@@ -96,6 +99,7 @@ def test_validate_counts_what_was_loaded_not_the_summary_lines(tmp_path: Path) -
     assert [(s["loaded"], s["unchanged"], s["rejected"]) for s in summaries] == [(2, 0, 0), (0, 2, 0)]
 
 
+@pytest.mark.slow
 def test_a_dry_run_says_what_a_real_run_would_do(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     landing = landing_of_fixtures(tmp_path)
     settings = settings_for(tmp_path)
@@ -124,6 +128,7 @@ def test_a_misspelt_conf_key_is_refused_with_the_valid_ones(tmp_path: Path) -> N
     assert not settings.warehouse.exists()
 
 
+@pytest.mark.slow
 def test_great_expectations_says_nothing_at_info(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     landing_of_fixtures(tmp_path)
     settings = settings_for(tmp_path)

@@ -23,6 +23,7 @@ from tests.adversarial.test_publish_faults import _run, _state, published  # noq
 ENOSPC = 'IO Error: Could not write file ".athanor-snapshot.duckdb.tmp": No space left on device'
 
 
+@pytest.mark.slow
 def test_a_full_disk_in_the_small_file_reports_enospc_and_a_failed_publish(
     published: Settings,  # noqa: F811 - the fixture
     monkeypatch: pytest.MonkeyPatch,
@@ -49,6 +50,7 @@ def test_a_full_disk_in_the_small_file_reports_enospc_and_a_failed_publish(
     assert json.loads(rows[1][2]) == {"error": ENOSPC}
 
 
+@pytest.mark.slow
 def test_the_next_run_with_space_publishes(published: Settings, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     def disk_full(con: duckdb.DuckDBPyConnection, *args: object) -> None:
         con.execute("rollback")

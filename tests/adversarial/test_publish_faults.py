@@ -77,6 +77,7 @@ def _state(settings: Settings) -> dict[str, object]:
     }
 
 
+@pytest.mark.slow
 def test_a_full_disk_while_copying_the_snapshot_leaves_the_previous_pair_and_no_temp_file(
     published: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -114,6 +115,7 @@ def test_a_full_disk_while_copying_the_snapshot_leaves_the_previous_pair_and_no_
     assert _leftovers(settings.reports, settings.snapshot.parent) == []
 
 
+@pytest.mark.slow
 def test_a_refused_snapshot_rename_puts_the_report_back(
     published: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -136,6 +138,7 @@ def test_a_refused_snapshot_rename_puts_the_report_back(
     assert _leftovers(settings.reports, settings.snapshot.parent) == []
 
 
+@pytest.mark.slow
 def test_a_copy_left_by_a_killed_run_is_removed_by_the_next(published: Settings) -> None:
     settings = published
     dead = subprocess.Popen(["true"])  # a process that has ended: its id names no one now

@@ -220,6 +220,7 @@ def bucket_entry(home: Path, monkeypatch: pytest.MonkeyPatch):
         yield s3, entry
 
 
+@pytest.mark.slow
 def test_a_bucket_delivery_goes_back_into_the_bucket(home: Path, capsys, bucket_entry) -> None:
     s3, entry = bucket_entry
 

@@ -60,6 +60,7 @@ def test_a_header_only_file_beside_a_full_one_does_not_hold_it_back(home: Path) 
     ]
 
 
+@pytest.mark.slow
 def test_mixed_crlf_and_lf_line_endings_are_read(home: Path, tmp_path: Path) -> None:
     file = write_csv(tmp_path / "focus.csv", good_rows(4, "2.50"))
     lines = file.read_bytes().split(b"\n")
@@ -116,6 +117,7 @@ def gcp_csv_with_python_repr(path: Path, credits_of_row_3: str | None = None) ->
     return path
 
 
+@pytest.mark.slow
 def test_gcp_csv_with_python_repr_credits_is_read(tmp_path: Path) -> None:
     file = gcp_csv_with_python_repr(tmp_path / "gcp.csv")
     assert "[{'name': 'Sustained Usage Discount', 'amount': -2.0," in file.read_text()

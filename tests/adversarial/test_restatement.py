@@ -48,6 +48,7 @@ def restate(con, tmp_path: Path, rows: list[dict]) -> str:
     return str(held.value)
 
 
+@pytest.mark.slow
 def test_a_restatement_with_a_quarter_of_the_rows_is_held(wh, tmp_path: Path) -> None:
     assert restate(wh, tmp_path, good_rows(5)) == (
         "focus-2026-11.csv: rule restated_period_collapsed failed, 1 bad billing period (e.g. acct-1 2026-11: "
@@ -55,6 +56,7 @@ def test_a_restatement_with_a_quarter_of_the_rows_is_held(wh, tmp_path: Path) ->
     )
 
 
+@pytest.mark.slow
 def test_a_restatement_with_every_row_but_two_fifths_of_the_cost_is_held(wh, tmp_path: Path) -> None:
     assert restate(wh, tmp_path, good_rows(cost="4.00")) == (
         "focus-2026-11.csv: rule restated_period_collapsed failed, 1 bad billing period (e.g. acct-1 2026-11: "

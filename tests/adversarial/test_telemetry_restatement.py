@@ -46,6 +46,7 @@ def _samples(home: Path) -> list[tuple[int, int]]:
         ).fetchall()
 
 
+@pytest.mark.slow
 def test_a_thinned_telemetry_restatement_is_refused_and_the_samples_stay(
     home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -131,6 +131,7 @@ def test_every_jobs_cost_is_its_gpu_seconds_at_its_nodes_price(cluster, caplog) 
     assert any("1 node names jobs held map to no billed instance" in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.slow
 def test_allocated_and_idle_add_up_to_each_machine_hours_bill(cluster) -> None:
     allocate_gpus(cluster, "r1")
     rows = cluster.execute(
@@ -291,6 +292,7 @@ def pod(name: str, team: str, node: str, gpus: int, start: str, end: str | None,
     }
 
 
+@pytest.mark.slow
 def test_a_kubernetes_pod_list_on_the_same_cluster_costs_the_same(warehouse, tmp_path: Path) -> None:
     # The module's cluster run as pods: job 102 is two workers of 4 GPUs (28.80 each), the array's
     # tasks two pods; a pod without GPUs is skipped. Same bill, same idle: 102.96.

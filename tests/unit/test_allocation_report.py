@@ -22,6 +22,8 @@ from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
 
+import pytest
+
 from athanor.cli import main
 from athanor.publish import build_report
 from athanor.publish.allocation_section import load_allocation
@@ -69,6 +71,7 @@ def _section(html: str) -> str:
     return html[start : html.index("</section>", start)]
 
 
+@pytest.mark.slow
 def test_the_section_is_athanor_allocation_the_hourly_table_and_the_bill(
     settings,
     cluster,  # noqa: F811  (the fixture imported above)

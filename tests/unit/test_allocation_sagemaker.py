@@ -99,6 +99,7 @@ def sagemaker(warehouse, tmp_path: Path):
     return warehouse
 
 
+@pytest.mark.slow
 def test_a_training_jobs_instance_hours_are_its_cost_and_its_teams(sagemaker) -> None:
     rows = sagemaker.execute(
         """select hour, kind, job_id, job_source, team, gpu_seconds, cost_cents_usd
@@ -123,6 +124,7 @@ def test_a_training_jobs_instance_hours_are_its_cost_and_its_teams(sagemaker) ->
     assert [(t, h, float(c)) for t, h, c in job] == [("llm", 16.0, 75.376)]
 
 
+@pytest.mark.slow
 def test_a_training_job_no_log_names_and_an_endpoint_keep_the_bills_tags(sagemaker) -> None:
     rows = sagemaker.execute(
         """select resource_id, kind, job_id, team, cost_cents_usd from gpu_allocation_hourly
@@ -134,6 +136,7 @@ def test_a_training_job_no_log_names_and_an_endpoint_keep_the_bills_tags(sagemak
     ]
 
 
+@pytest.mark.slow
 def test_the_allocation_command_lists_the_training_job(settings, sagemaker, capsys) -> None:
     sagemaker.close()
     path = str(settings.warehouse)
@@ -145,6 +148,7 @@ def test_the_allocation_command_lists_the_training_job(settings, sagemaker, caps
     )
 
 
+@pytest.mark.slow
 def test_the_arns_lower_case_name_finds_the_job_as_its_log_spells_it(warehouse, tmp_path: Path) -> None:
     # TrainingJobArn spells the name in lower case; the job is the log's, under the log's spelling.
     _load(warehouse, tmp_path, {**JOB, "TrainingJobName": "LLM-ft-7"})

@@ -174,6 +174,7 @@ def dq_warnings(con: duckdb.DuckDBPyConnection, load_id: str) -> list[tuple]:
 # --- unreadable files --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_empty_file(wh, tmp_path):
     (tmp_path / "focus.csv").write_bytes(b"")
     assert rejected(wh, [tmp_path / "focus.csv"]) == "focus.csv: file is empty (0 bytes)"
@@ -198,6 +199,7 @@ def test_truncated_gzip(wh, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_semicolon_delimiter_is_sniffed_and_loads(wh, tmp_path):
     # DuckDB's CSV sniffer detects the delimiter: a ';' export reads as the same table.
     file = write_csv(tmp_path / "focus.csv", good_rows(cost="12.00"), delimiter=";")
@@ -205,6 +207,7 @@ def test_semicolon_delimiter_is_sniffed_and_loads(wh, tmp_path):
     assert total(wh) == [("acct-1", "USD", 20, Decimal("240"))]  # 20 x 12.00
 
 
+@pytest.mark.slow
 def test_utf8_bom_loads(wh, tmp_path):
     file = write_csv(tmp_path / "focus.csv", good_rows(cost="11.00"))
     file.write_bytes(b"\xef\xbb\xbf" + file.read_bytes())
@@ -236,6 +239,7 @@ def test_missing_mandatory_column(wh, tmp_path):
     assert rejected(wh, [file]) == EXPECTED["missing_column"]
 
 
+@pytest.mark.slow
 def test_extra_unknown_column_loads(wh, tmp_path):
     rows = [{**row, "x_CostCenter": "cc-42"} for row in good_rows()]
     file = write_csv(tmp_path / "focus.csv", rows, COLUMNS + ["x_CostCenter"])
@@ -262,6 +266,7 @@ def test_nan_and_infinity_in_costs(wh, tmp_path, value):
     assert rejected(wh, [file]) == EXPECTED["nan"].format(value=value)
 
 
+@pytest.mark.slow
 def test_timestamps_in_three_formats_and_offsets_load_as_utc(wh, tmp_path, monkeypatch):
     # 4 rows restate the 20 loaded: a shrink this test is not about (see test_restatement.py).
     monkeypatch.setenv("ATHANOR_RESTATEMENT_MIN_SHARE", "0")
@@ -310,6 +315,7 @@ def test_charge_period_end_before_start(wh, tmp_path):
 # --- rules of the quality hook -----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_charge_period_after_billing_period(wh, tmp_path):
     rows = good_rows()
     rows[2]["ChargePeriodStart"], rows[2]["ChargePeriodEnd"] = "2026-12-01T00:00:00Z", "2026-12-01T01:00:00Z"
@@ -320,6 +326,7 @@ def test_charge_period_after_billing_period(wh, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_charge_period_before_billing_period_warns_and_loads(wh, tmp_path):
     # Late-billed usage: real exports do it (the public FOCUS sample has such a row).
     rows = good_rows()
@@ -332,6 +339,7 @@ def test_charge_period_before_billing_period_warns_and_loads(wh, tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_duplicate_line_items_within_a_file(wh, tmp_path):
     rows = good_rows()
     rows.append(dict(rows[4]))  # row 21 repeats row 5
@@ -341,6 +349,7 @@ def test_duplicate_line_items_within_a_file(wh, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_duplicate_line_items_across_files(wh, tmp_path):
     rows = good_rows()
     part1 = write_csv(tmp_path / "delivery" / "part-1.csv", rows[:12])
@@ -351,6 +360,7 @@ def test_duplicate_line_items_across_files(wh, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_unknown_charge_category(wh, tmp_path):
     rows = good_rows()
     rows[8]["ChargeCategory"] = "Usages"
@@ -373,6 +383,7 @@ def test_negative_cost_on_usage_is_rejected_but_credit_loads(wh, tmp_path):
     assert total(wh) == [("acct-1", "USD", 20, Decimal("185"))]  # 19 x 10.00 - 5.00
 
 
+@pytest.mark.slow
 def test_mixed_currencies(wh, tmp_path):
     rows = good_rows()
     rows[11]["BillingCurrency"] = "EUR"
@@ -392,6 +403,7 @@ def test_currency_not_iso(wh, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_line_item_already_loaded_under_another_period(wh, tmp_path):
     # A December file that repeats November's line items under a December billing period.
     rows = [
@@ -409,6 +421,7 @@ def test_line_item_already_loaded_under_another_period(wh, tmp_path):
 # --- warnings: the delivery loads and the warning is stored ----------------------------------
 
 
+@pytest.mark.slow
 def test_restated_month_with_fewer_rows_warns(wh, tmp_path):
     file = write_csv(tmp_path / "focus.csv", good_rows(days=15))
     result = ingest_billing(wh, [file])
@@ -418,6 +431,7 @@ def test_restated_month_with_fewer_rows_warns(wh, tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_same_file_under_another_name_warns(wh, tmp_path):
     before = facts(wh, "* exclude (load_id, source_file)")
     file = write_csv(tmp_path / "focus-2026-11-copy.csv", good_rows())
@@ -429,6 +443,7 @@ def test_same_file_under_another_name_warns(wh, tmp_path):
     assert facts(wh, "* exclude (load_id, source_file)") == before  # identical content, new lineage
 
 
+@pytest.mark.slow
 def test_same_totals_with_other_lines_under_another_name_loads_without_warning(wh, tmp_path):
     # The rule hashes rows only for files whose row count and cost match: here they do, and the
     # fingerprint must still tell one resource's line from another's.
@@ -439,6 +454,7 @@ def test_same_totals_with_other_lines_under_another_name_loads_without_warning(w
     assert dq_warnings(wh, result.load_id) == []
 
 
+@pytest.mark.slow
 def test_cost_jump_is_loaded_not_dropped(wh, tmp_path):
     rows = good_rows()
     rows[17]["BilledCost"] = rows[17]["EffectiveCost"] = (
@@ -458,6 +474,7 @@ def test_zero_byte_parquet(wh, tmp_path):
     assert rejected(wh, [tmp_path / "focus.parquet"]) == "focus.parquet: file is empty (0 bytes)"
 
 
+@pytest.mark.slow
 def test_parquet_parts_with_different_schemas_load(wh, tmp_path):
     # Parquet writes real nulls: the CSV convention of empty strings does not apply.
     rows = [{k: (v or None) for k, v in row.items()} for row in good_rows()]
@@ -494,6 +511,7 @@ def test_parquet_with_wrong_types_for_the_format(wh, tmp_path):
 # --- tags ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_very_long_tag_values_load_verbatim(wh, tmp_path):
     long_value = "x" * 100_000
     rows = [{**row, "Tags": json.dumps({"note": long_value})} for row in good_rows()]
@@ -501,6 +519,7 @@ def test_very_long_tag_values_load_verbatim(wh, tmp_path):
     assert facts(wh, "length(tags['note'])") == [(100_000,)] * DAYS
 
 
+@pytest.mark.slow
 def test_tags_with_quotes_commas_newlines_and_formulas_load_verbatim(wh, tmp_path):
     tricky = {"owner": 'O"Brien, Pat', "note": "line1\nline2", "cmd": "=cmd|' /C calc'!A0", "plus": "+1,2"}
     rows = [{**row, "Tags": json.dumps(tricky)} for row in good_rows()]

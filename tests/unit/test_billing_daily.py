@@ -49,6 +49,7 @@ def row(account: str, period: datetime, day: str, cost: str, lines: int = 1) -> 
             D(cost), lines)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_load_sums_its_partition_by_day(con, tmp_path: Path) -> None:
     # Rows i land on day 1 + i % 9: 1.00 and 2.00 on the 1st and 2nd, 4.00 on the 3rd; the 10th row
     # (i = 9) is on the 1st again: 1.00 + 0.25.
@@ -91,6 +92,7 @@ def test_a_restatement_a_second_partition_and_a_deleted_day(con, tmp_path: Path)
     assert daily(con) == recomputed(con)
 
 
+@pytest.mark.slow
 def test_a_rejected_load_leaves_the_summary_as_it_was(con, tmp_path: Path) -> None:
     ingest_billing(con, [write(tmp_path / "v1/oct.csv", focus_rows("acct", "2026-10", ["1.00", "2.00"]))])
     before = daily(con)

@@ -59,6 +59,7 @@ def untimed(text: str) -> list[str]:
 # ------------------------------------------------------------------------ ingest, query
 
 
+@pytest.mark.slow
 def test_ingest_prints_one_line_per_delivery_and_skips_them_the_second_time(home: Path, capsys) -> None:
     assert main(["ingest", str(GCP), str(JOBS)]) == 0
     assert untimed(capsys.readouterr().out) == [GCP_LINE, JOBS_LINE]

@@ -103,6 +103,7 @@ def _explanation(con) -> str:
     return json.loads(detail)["explanation"]
 
 
+@pytest.mark.slow
 def test_an_azure_focus_bill_of_steady_nd_a100_v4_yields_an_azure_reservation_step(
     warehouse, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -157,6 +158,7 @@ def test_an_azure_focus_bill_of_steady_nd_a100_v4_yields_an_azure_reservation_st
     assert "Commit to" not in explanation and "savings plan" not in explanation
 
 
+@pytest.mark.slow
 def test_an_azure_reservation_held_is_netted_as_an_aws_one_is(
     warehouse, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -227,6 +229,7 @@ def _gcp_export(path: Path, machines: int, covered: int = 0) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_gcp_bill_of_steady_a2_highgpu_usage_yields_a_committed_use_step(
     warehouse, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -345,6 +348,7 @@ def test_each_cloud_gets_its_own_savings_plan_and_gcp_none() -> None:
     assert provider_offers.plan_scopes(azure_only)["azure"] == "all Azure pools"
 
 
+@pytest.mark.slow
 def test_a_gcp_committed_use_discount_held_is_netted(
     warehouse, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -406,6 +410,7 @@ def test_the_report_names_another_clouds_commitment_in_its_words() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_an_azure_export_of_daily_lines_is_sized_as_its_hours(
     warehouse, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -479,6 +484,7 @@ def test_aws_pools_keep_their_words(warehouse) -> None:
     assert _explanation(warehouse).startswith("Commit to 3 p4d units for 1 year (no upfront), expected ")
 
 
+@pytest.mark.slow
 def test_a_fleet_on_aws_and_azure_buys_a_savings_plan_per_cloud(warehouse, tmp_path: Path) -> None:
     # The p4d fleet (3 an hour in us-west-2) and the two ND A100 v4 VMs (eastus), with
     # reservations at 0.90x on demand and savings plans at 0.70x: each cloud's plan takes what its

@@ -208,6 +208,7 @@ def test_a_rejected_job_log_is_named_recorded_and_the_rest_still_loads(
 # ----------------------------------------------------------------- jobs, inventory, EBS
 
 
+@pytest.mark.slow
 def test_a_job_reported_again_replaces_its_earlier_row(tmp_path: Path, settings: Settings) -> None:
     as_of = date(2026, 11, 3)
     first = ingest_deliveries(
@@ -231,6 +232,7 @@ def test_a_job_reported_again_replaces_its_earlier_row(tmp_path: Path, settings:
     ) == [("completed", False, 3 * 3600)]
 
 
+@pytest.mark.slow
 def test_an_inventory_replaces_the_buckets_previous_one(tmp_path: Path, settings: Settings) -> None:
     day1 = inventory(
         tmp_path / "inv1",
@@ -275,6 +277,7 @@ def test_an_ebs_listing_loads_once(tmp_path: Path, settings: Settings) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_the_ledger_keys_a_delivery_by_its_name_and_bytes(tmp_path: Path, settings: Settings) -> None:
     jobs = JOBS / "jobs.csv"
     ingest_paths([jobs], settings.warehouse, settings=settings)

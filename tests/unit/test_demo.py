@@ -99,6 +99,7 @@ def test_focus_file_totals_match_the_summary_exactly(landing: tuple[Path, dict])
             assert sum(_dec(r[column]) for r in rows) == Decimal(entry[key]), (entry["path"], column)
 
 
+@pytest.mark.slow
 def test_cur2_file_totals_match_the_summary_to_the_cent(landing: tuple[Path, dict]) -> None:
     root, summary = landing
     cur_files = [f for f in summary["files"] if f["kind"] == "cur-2.0"]
@@ -136,6 +137,7 @@ def test_cur2_file_totals_match_the_summary_to_the_cent(landing: tuple[Path, dic
             assert total == Decimal(entry[key]).quantize(Decimal("0.01")), (entry["path"], key)
 
 
+@pytest.mark.slow
 def test_both_writers_agree_on_billed_and_effective_cost(tmp_path: Path) -> None:
     """Same canonical lines: FOCUS BilledCost == CUR unblended, FOCUS EffectiveCost == CUR amortized."""
     lines = demo.billing_lines(demo.DemoConfig(), as_of=date(2026, 11, 5))
@@ -304,6 +306,7 @@ def test_jobs_csv_writes_empty_end_time_for_running_jobs(landing: tuple[Path, di
 # ----------------------------------------------------------------------------- restatement
 
 
+@pytest.mark.slow
 def test_current_month_grows_and_earlier_months_stay_identical(tmp_path: Path) -> None:
     early = demo.generate_landing(tmp_path / "d", SMALL, as_of=date(2026, 11, 10))
     late = demo.generate_landing(tmp_path / "d3", SMALL, as_of=date(2026, 11, 13))
@@ -334,6 +337,7 @@ def test_as_of_outside_the_window_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("kind", ["cur2", "focus"])
+@pytest.mark.slow
 def test_streamed_synthetic_files_have_exact_rows_and_totals(tmp_path: Path, kind: str) -> None:
     n = 25_000
     if kind == "cur2":

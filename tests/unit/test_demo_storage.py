@@ -51,6 +51,7 @@ def test_the_bill_charges_the_buckets_the_inventories_list_byte_for_byte(deliver
         assert billed_gib[bucket] == pytest.approx(gib, abs=1e-6), bucket
 
 
+@pytest.mark.slow
 def test_an_earlier_delivery_lists_what_existed_then_and_the_bill_agrees(delivered: dict) -> None:
     early, late = delivered[EARLY], delivered[CFG.end_date]
     inventory = read_inventories([early["root"] / "inventory"])

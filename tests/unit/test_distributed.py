@@ -32,6 +32,7 @@ def local_lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 THREADS = None
 
 
+@pytest.mark.slow
 def test_an_empty_lake_gives_no_rows(local_lake) -> None:
     cfg = lake.config()
     assert engine.monthly_totals(THREADS, cfg) == engine.duckdb_monthly_totals(local_lake) == []

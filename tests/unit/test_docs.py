@@ -39,6 +39,7 @@ def test_docs_warehouse_md_is_up_to_date() -> None:
     )
 
 
+@pytest.mark.slow
 def test_check_mode_flags_a_stale_file(tmp_path: Path) -> None:
     stale = tmp_path / "warehouse.md"
     stale.write_text("# old\n")

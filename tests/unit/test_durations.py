@@ -222,6 +222,7 @@ def test_mixture_em_recovers_weights_with_censoring() -> None:
     assert fit["loglik"] == pytest.approx(np.log(pdf).sum() + np.log(sf).sum(), rel=1e-9)
 
 
+@pytest.mark.slow
 def test_bimodal_data_gets_a_mixture_that_fits_better() -> None:
     x, cens = _two_lognormals(4000, seed=2)
     fit = D.fit_durations(x, cens, gof_replicates=19, ci_replicates=19, seed=3)

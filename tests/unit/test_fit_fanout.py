@@ -90,6 +90,7 @@ def _fits(warehouse: Path, run_id: str) -> list[tuple]:
         ).fetchall()
 
 
+@pytest.mark.slow
 def test_plan_names_each_group_that_stands_alone_once(loaded: Path, tmp_path: Path) -> None:
     settings = _settings(tmp_path, loaded)
     planned, _ = _fanned(settings, "fanned", reverse=False)
@@ -98,6 +99,7 @@ def test_plan_names_each_group_that_stands_alone_once(loaded: Path, tmp_path: Pa
     assert planned["group_by"] == ["team"]
 
 
+@pytest.mark.slow
 def test_fanned_out_fits_store_what_the_one_process_stage_stores(loaded: Path, tmp_path: Path) -> None:
     settings = _settings(tmp_path, loaded)
     flow.run_stage("fit_durations", {"run_id": "one-process", "params": DAY}, settings=settings)
@@ -126,6 +128,7 @@ def test_fanned_out_fits_store_what_the_one_process_stage_stores(loaded: Path, t
     assert started == datetime.fromisoformat(planned["started_at"]) < finished
 
 
+@pytest.mark.slow
 def test_the_same_fits_as_fitting_each_level_whole(loaded: Path) -> None:
     """What the stage stored before it was split: fit_groups over all jobs, then over teams."""
     with duckdb.connect(str(loaded), read_only=True) as con:

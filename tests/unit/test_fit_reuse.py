@@ -42,6 +42,7 @@ def _fitted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return labels
 
 
+@pytest.mark.slow
 def test_a_night_without_new_jobs_fits_nothing_and_stores_the_same_fits(
     loaded: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -57,6 +58,7 @@ def test_a_night_without_new_jobs_fits_nothing_and_stores_the_same_fits(
     assert cached == [("all", "first"), ("team=big", "first"), ("team=mid", "first")]
 
 
+@pytest.mark.slow
 def test_a_changed_group_and_its_ancestor_are_fitted_again(
     loaded: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -78,6 +80,7 @@ def test_a_changed_group_and_its_ancestor_are_fitted_again(
     assert (rows["all"][3], rows["team=mid"][3], rows["team=big"][3]) == (301, 121, 150)
 
 
+@pytest.mark.slow
 def test_the_fan_out_reuses_too(loaded: Path, tmp_path: Path) -> None:
     settings = _settings(tmp_path, loaded)
     flow.run_stage("fit_durations", {"run_id": "first", "params": DAY}, settings=settings)

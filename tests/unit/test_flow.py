@@ -95,6 +95,7 @@ def test_land_lists_each_folder_as_a_delivery(nightly) -> None:
     }
 
 
+@pytest.mark.slow
 def test_load_loads_both_deliveries_and_records_the_stage(nightly) -> None:
     settings, summaries = nightly
     load = summaries["load"]
@@ -214,6 +215,7 @@ def test_the_snapshot_holds_the_whole_run_and_is_not_older_than_the_warehouse(ni
     assert settings.warehouse.stat().st_mtime_ns <= settings.snapshot.stat().st_mtime_ns
 
 
+@pytest.mark.slow
 def test_a_report_bucket_without_a_connection_is_refused(nightly) -> None:
     settings, _ = nightly
     with_bucket = settings_for(settings.home, ATHANOR_REPORT_BUCKET="s3://reports/athanor")
@@ -245,6 +247,7 @@ def test_dry_run_lists_and_loads_nothing(tmp_path: Path) -> None:
     assert tree_digest(tmp_path) == before
 
 
+@pytest.mark.slow
 def test_a_dry_run_on_a_loaded_warehouse_changes_no_file(tmp_path: Path) -> None:
     landing = landing_of_fixtures(tmp_path)
     settings = settings_for(tmp_path)
@@ -314,6 +317,7 @@ def test_latest_only_moves_forward(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_fits_see_the_jobs_as_known_at_the_end_of_the_day(tmp_path: Path) -> None:
     landing = tmp_path / "landing" / "jobs"
     landing.mkdir(parents=True)
@@ -358,6 +362,7 @@ def test_fits_see_the_jobs_as_known_at_the_end_of_the_day(tmp_path: Path) -> Non
     ) == [("fit-11-01", date(2026, 11, 1), 3, 1), ("fit-11-03", date(2026, 11, 3), 4, 0)]
 
 
+@pytest.mark.slow
 def test_a_bad_delivery_is_quarantined_and_the_load_goes_on(tmp_path: Path) -> None:
     landing = landing_of_fixtures(tmp_path)
     rows = [json.loads(line) for line in GCP.read_text().splitlines()]

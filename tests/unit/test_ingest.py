@@ -82,6 +82,7 @@ def test_restated_month_replaces_the_earlier_delivery(con, tmp_path: Path) -> No
     ).fetchone()[0] == D("7.00")
 
 
+@pytest.mark.slow
 def test_failed_restatement_leaves_the_previous_version(con, tmp_path: Path) -> None:
     ingest_billing(con, [write(tmp_path / "v1/oct.csv", focus_rows("acct", "2026-10", ["1.00", "2.00"]))])
     before = content_hash(con)
@@ -95,6 +96,7 @@ def test_failed_restatement_leaves_the_previous_version(con, tmp_path: Path) -> 
     assert con.execute("select status from loads").fetchall() == [("loaded",)]
 
 
+@pytest.mark.slow
 def test_failure_rolls_back_after_the_insert(con, tmp_path: Path, monkeypatch) -> None:
     """A failure after rows reached billing_facts (here: in reconciliation) undoes the insert and the restatement."""
     ingest_billing(con, [write(tmp_path / "v1/oct.csv", focus_rows("acct", "2026-10", ["1.00"]))])
@@ -111,6 +113,7 @@ def test_failure_rolls_back_after_the_insert(con, tmp_path: Path, monkeypatch) -
     assert con.execute("select count(*) from reconciliations").fetchone()[0] == 1
 
 
+@pytest.mark.slow
 def test_insertion_order_setting_is_put_back_after_a_load_good_or_bad(
     con, tmp_path: Path, monkeypatch
 ) -> None:
@@ -162,6 +165,7 @@ def test_rerunning_a_day_gives_identical_content(tmp_path: Path) -> None:
     assert hashes[0] == hashes[1]
 
 
+@pytest.mark.slow
 def test_every_fact_traces_to_its_file_row_and_load(con, tmp_path: Path) -> None:
     ingest_billing(
         con, [write(tmp_path / "a/oct.csv", focus_rows("acct", "2026-10", ["1.00", "2.00", "3.00"]))]
@@ -206,6 +210,7 @@ def test_source_row_is_the_file_row_in_large_files(con, tmp_path: Path, options:
     assert con.execute("select min(source_row), max(source_row) from billing_facts").fetchone() == (1, rows)
 
 
+@pytest.mark.slow
 def test_mixed_currencies_are_kept_apart(con, tmp_path: Path) -> None:
     # One delivery, two accounts billing in two currencies (one currency per account is a
     # data-quality rule of its own).
@@ -220,6 +225,7 @@ def test_mixed_currencies_are_kept_apart(con, tmp_path: Path) -> None:
     ).fetchall() == [("JPY", D("100.005"), D("100.005"), True), ("USD", D("3.30"), D("3.30"), True)]
 
 
+@pytest.mark.slow
 def test_money_is_decimal_and_reconciles_to_the_cent(con, tmp_path: Path) -> None:
     # 1000 x 0.1 is exactly 100 in decimal; a float sum would be 99.9999999999986.
     result = ingest_billing(

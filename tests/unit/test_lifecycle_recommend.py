@@ -39,6 +39,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory):
     return inventory, rec
 
 
+@pytest.mark.slow
 def test_summary_numbers_are_consistent(demo) -> None:
     _, rec = demo
     d = rec.to_dict()
@@ -63,6 +64,7 @@ def test_summary_numbers_are_consistent(demo) -> None:
         assert not p["candidates"]["noncurrent-7d"]["allowed"]  # default retention is 30 days
 
 
+@pytest.mark.slow
 def test_configuration_is_valid_merged_and_never_touches_protected(demo) -> None:
     inventory, rec = demo
     config = rec.configs[BUCKET]

@@ -58,6 +58,7 @@ def test_production_jobs_stay_off_spot_and_the_detail_says_why(warehouse) -> Non
     assert "The job phase sets the default purchase option: production" in mix["explanation"]
 
 
+@pytest.mark.slow
 def test_explore_jobs_buy_no_commitment(warehouse) -> None:
     # Jobs that do not checkpoint stay on on-demand. As explore work they are left out when
     # commitments are sized: their 1,920 GPU-hours are 240 of the pool's 2,160 instance-hours

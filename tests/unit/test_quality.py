@@ -114,6 +114,7 @@ def _jobs(con):
     )
 
 
+@pytest.mark.slow
 def test_job_suite_on_one_load_and_severity_override(con, tmp_path):
     _jobs(con)
     context = BatchContext("run-1", "L1", ("jobs.csv",), date(2026, 11, 2))
@@ -159,6 +160,7 @@ def test_job_suite_on_one_load_and_severity_override(con, tmp_path):
     assert document["great_expectations"]["validations"][0]["success"] is False
 
 
+@pytest.mark.slow
 def test_storage_suite_flags_sizes_classes_and_duplicate_versions(con):
     con.execute(
         """insert into storage_objects (load_id, inventory_date, bucket, key, version_id, size_bytes, storage_class) values
@@ -173,6 +175,7 @@ def test_storage_suite_flags_sizes_classes_and_duplicate_versions(con):
     }
 
 
+@pytest.mark.slow
 def test_raw_focus_suite_checks_columns_types_and_enums_before_mapping(con):
     con.execute(
         """create temp table src_raw as select * from (values
@@ -190,6 +193,7 @@ def test_raw_focus_suite_checks_columns_types_and_enums_before_mapping(con):
     }
 
 
+@pytest.mark.slow
 def test_reconciliation_rule_compares_loaded_rows_with_file_figures(con):
     con.execute(
         """insert into billing_facts (load_id, source_file, source_row, source_format, billing_account_id,

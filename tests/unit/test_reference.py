@@ -169,6 +169,7 @@ def test_storage_prices_and_rules() -> None:
     assert GIB == 1_073_741_824
 
 
+@pytest.mark.slow
 def test_azure_and_gcp_billing_lines_get_gpus_from_the_catalogue(tmp_path) -> None:
     from athanor.ingest.billing import ingest_billing
 

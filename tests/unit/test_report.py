@@ -443,6 +443,7 @@ def _tree(folder: Path) -> dict[str, bytes]:
     }
 
 
+@pytest.mark.slow
 def test_latest_is_a_full_copy_and_a_rerun_gives_the_same_bytes(
     warehouse: duckdb.DuckDBPyConnection, tmp_path: Path
 ) -> None:
@@ -455,6 +456,7 @@ def test_latest_is_a_full_copy_and_a_rerun_gives_the_same_bytes(
     assert sorted(p.name for p in out.iterdir()) == ["2026-11-30", "latest"]  # no temp folders left
 
 
+@pytest.mark.slow
 def test_a_failed_build_leaves_the_previous_report(
     warehouse: duckdb.DuckDBPyConnection, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -474,6 +476,7 @@ def test_a_failed_build_leaves_the_previous_report(
 
 
 @mock_aws
+@pytest.mark.slow
 def test_publish_to_bucket_uploads_and_prunes_latest(
     warehouse: duckdb.DuckDBPyConnection, tmp_path: Path
 ) -> None:

@@ -53,6 +53,7 @@ def _cur(path: Path, rows: list[dict[str, str]]) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_an_ml_p4d_line_lands_in_a_sagemaker_gpu_pool_of_8_a100(con, tmp_path: Path) -> None:
     rows = [
         ROW,

@@ -53,6 +53,7 @@ def test_the_mapping_reads_from_the_reference_files() -> None:
     assert all(key == key.lower().strip() for key in units())  # staging matches lower(trim(unit))
 
 
+@pytest.mark.slow
 def test_a_service_billed_in_cur_and_in_focus_is_one_group(con, tmp_path: Path) -> None:
     cur = [
         CUR_ROW,  # AmazonEC2, Hrs

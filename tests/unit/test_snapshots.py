@@ -213,6 +213,7 @@ publish_snapshot(con, warehouse, snapshot)
 """
 
 
+@pytest.mark.slow
 def test_a_killed_publish_leaves_the_previous_snapshot_whole_and_its_leftovers_go(
     warehouse, tmp_path
 ) -> None:
@@ -304,6 +305,7 @@ def test_publishes_in_quick_succession_keep_the_files_a_reader_may_have_just_ope
         reader.close()
 
 
+@pytest.mark.slow
 def test_files_written_ahead_are_taken_by_the_publish_and_one_changed_since_is_written_again(
     warehouse, monkeypatch: pytest.MonkeyPatch
 ) -> None:

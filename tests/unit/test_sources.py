@@ -64,6 +64,7 @@ def test_detect_from_columns(columns: list[str], expected: str | None) -> None:
     assert (fmt.name if fmt else None) == expected
 
 
+@pytest.mark.slow
 def test_detection_ignores_the_file_name(con, tmp_path: Path) -> None:
     # A GCP export named like a FOCUS CSV, without extension, still loads as GCP.
     disguised = tmp_path / "focus-export"
@@ -94,6 +95,7 @@ FOCUS_ROW = {
 }
 
 
+@pytest.mark.slow
 def test_focus_quirks(con, tmp_path: Path) -> None:
     rows = [
         FOCUS_ROW,
@@ -137,6 +139,7 @@ def test_focus_csv_gz_and_parquet_load_the_same(con, tmp_path: Path) -> None:
         assert facts(con, "* exclude (load_id, source_file)") == first
 
 
+@pytest.mark.slow
 def test_focus_parquet_with_a_typed_commitment_end_loads(con, tmp_path: Path) -> None:
     # A typed Parquet export carries x_CommitmentDiscountEnd as a timestamp, not text: the
     # staging's empty-string check used to fail the whole file on it.
@@ -196,6 +199,7 @@ RI = "arn:aws:ec2:us-east-1:111122223333:reserved-instances/r-1"
 SP = "arn:aws:savingsplans::111122223333:savingsplan/sp-1"
 
 
+@pytest.mark.slow
 def test_cur2_cost_rules_per_line_item_type(con, tmp_path: Path) -> None:
     rows = [
         CUR_ROW,
@@ -279,6 +283,7 @@ def test_cur2_parquet_with_native_maps(con, tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_cur2_parquet_tag_keys_lose_the_user_prefix_row_by_row(con, tmp_path: Path) -> None:
     # Tag sets repeat across rows (they are rewritten once per distinct set and joined back):
     # every row must still get its own set, nulls and empty maps included.
@@ -315,6 +320,7 @@ def test_cur2_parquet_tag_keys_lose_the_user_prefix_row_by_row(con, tmp_path: Pa
     ]
 
 
+@pytest.mark.slow
 def test_legacy_cur_tag_columns_fold_into_tags_without_the_user_prefix(con, tmp_path: Path) -> None:
     row = {
         "bill/PayerAccountId": "111122223333",
@@ -337,6 +343,7 @@ def test_legacy_cur_tag_columns_fold_into_tags_without_the_user_prefix(con, tmp_
 # ---------------------------------------------------------------- legacy CUR, multi-part
 
 
+@pytest.mark.slow
 def test_legacy_cur_waits_for_missing_parts_then_loads(con, tmp_path: Path) -> None:
     delivery = tmp_path / "asm-0001"
     shutil.copytree(FIXTURES / "cur-legacy" / "20231101-20231201" / "asm-0001", delivery)

@@ -117,6 +117,7 @@ def test_retry_budget_is_a_negative_binomial():
     assert abs(sim.completion_rate - expected) < 0.01
 
 
+@pytest.mark.slow
 def test_completion_rate_of_a_spot_assigned_class_matches_the_analytic_rate():
     # The class's completion is simulated on stratified draws of its durations; the analytic
     # completion probability of the very same durations must agree within 3 standard errors.

@@ -79,6 +79,7 @@ def test_nvidia_smi_csv_with_units_brackets_and_a_gap(settings: Settings) -> Non
     ]
 
 
+@pytest.mark.slow
 def test_nounits_and_noheader_forms_read_the_same_values(settings: Settings) -> None:
     assert ingest(settings, TELEMETRY / "gpu-node-02.nvidia-smi.nounits.csv").errors == []
     assert ingest(settings, TELEMETRY / "gpu-node-03.nvidia-smi.csv").errors == []
@@ -304,6 +305,7 @@ def test_a_file_delivered_again_restates_its_span(settings: Settings, tmp_path: 
     ) == [(6, 88.0)]
 
 
+@pytest.mark.slow
 def test_a_log_rotated_under_the_same_name_adds_a_day(settings: Settings, tmp_path: Path) -> None:
     file = tmp_path / "gpu-node-01.nvidia-smi.csv"
     shutil.copy(TELEMETRY / "gpu-node-01.nvidia-smi.csv", file)

@@ -63,6 +63,7 @@ def test_samples_only_while_the_bill_has_the_instance_running(demo) -> None:
     assert (seconds[billed.index] == billed["end"] - billed["start"]).all()
 
 
+@pytest.mark.slow
 def test_idle_tails_are_billed_and_idle(demo) -> None:
     cfg, fleet, cutoff, out, _, usage = demo
     idle = [i for i in instances(cfg, fleet, cutoff) if i.end_s > i.job_end_s]
@@ -99,6 +100,7 @@ def test_idle_tail_only_on_the_last_run_of_a_finished_job_in_the_window() -> Non
     assert (idle_tail_s(cfg, jobs, early) == 0).all()
 
 
+@pytest.mark.slow
 def test_a_one_gpu_job_keeps_seven_of_eight_gpus_at_zero(demo) -> None:
     cfg, fleet, cutoff, out, _, _ = demo
     smi = _smi_samples(out)
@@ -112,6 +114,7 @@ def test_a_one_gpu_job_keeps_seven_of_eight_gpus_at_zero(demo) -> None:
     assert (by_gpu.iloc[1:]["max"] == 0.0).all()
 
 
+@pytest.mark.slow
 def test_gaps_in_collection_while_the_bill_runs(demo) -> None:
     cfg, fleet, cutoff, out, _, usage = demo
     start, _ = window(cfg)

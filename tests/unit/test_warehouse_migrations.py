@@ -54,6 +54,7 @@ def test_a_new_warehouse_records_every_definition_and_the_next_connect_applies_n
     assert _ledger(path) == first
 
 
+@pytest.mark.slow
 def test_an_old_warehouse_gains_the_missing_column_and_table_and_keeps_its_rows(tmp_path: Path) -> None:
     path = tmp_path / "w.duckdb"
     with connect(path) as con:
@@ -72,6 +73,7 @@ def test_an_old_warehouse_gains_the_missing_column_and_table_and_keeps_its_rows(
         assert migrations.migrate(con) == []
 
 
+@pytest.mark.slow
 def test_a_new_schema_file_reaches_a_recorded_warehouse(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, applies: list[list[str]]
 ) -> None:
@@ -91,6 +93,7 @@ def test_a_new_schema_file_reaches_a_recorded_warehouse(
     assert "schema/026_extra" in _ledger(path)
 
 
+@pytest.mark.slow
 def test_the_reference_table_reloads_only_when_its_data_files_change(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -123,6 +126,7 @@ def test_a_read_only_open_of_an_old_warehouse_migrates_nothing(tmp_path: Path) -
         assert migrations.applied(con) == {}
 
 
+@pytest.mark.slow
 def test_connections_opening_a_new_file_at_once_all_succeed(tmp_path: Path) -> None:
     path = tmp_path / "w.duckdb"
     opened, errors = [], []
@@ -144,6 +148,7 @@ def test_connections_opening_a_new_file_at_once_all_succeed(tmp_path: Path) -> N
         con.close()
 
 
+@pytest.mark.slow
 def test_the_daily_line_rebuild_runs_once_not_at_every_schema_change(tmp_path: Path) -> None:
     from datetime import datetime
     from decimal import Decimal

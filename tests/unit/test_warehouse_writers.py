@@ -87,6 +87,7 @@ def _writers() -> dict[str, set[str]]:
     return writers
 
 
+@pytest.mark.slow
 def test_every_table_has_one_writer() -> None:
     writers = _writers()
     shared = {table: sorted(names) for table, names in writers.items() if len(names) > 1}

@@ -367,6 +367,7 @@ def webhook():
     server.server_close()
 
 
+@pytest.mark.slow
 def test_a_budget_breach_is_stored_and_sent_once(warehouse, tmp_path: Path, webhook) -> None:
     url, posts = webhook
     bill(warehouse, flat())  # 100 a day: November costs 3,000; no anomaly
@@ -422,6 +423,7 @@ def test_a_budget_before_any_bill_is_at_zero_and_sends_nothing(warehouse, tmp_pa
     ]
 
 
+@pytest.mark.slow
 def test_a_refused_webhook_is_retried_by_the_next_run(warehouse) -> None:
     bill(warehouse, [*flat(), line(date(2026, 11, 18), 900.0, resource="i-b")])
     # Nothing listens on port 9 here: the post fails and no alert is recorded as sent.
@@ -445,6 +447,7 @@ def test_a_refused_budgets_file_is_reported_and_the_rest_of_the_watch_runs(wareh
 # --------------------------------------------------------------------------- stored figures reconcile
 
 
+@pytest.mark.slow
 def test_stored_figures_reconcile_with_the_warehouse(warehouse, tmp_path: Path) -> None:
     bill(
         warehouse,
@@ -496,6 +499,7 @@ def test_stored_figures_reconcile_with_the_warehouse(warehouse, tmp_path: Path) 
 # --------------------------------------------------------------------------- command line
 
 
+@pytest.mark.slow
 def test_athanor_anomalies_and_forecast_print_the_documented_json(
     settings, warehouse, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -523,6 +527,7 @@ def test_athanor_anomalies_and_forecast_print_the_documented_json(
 # --------------------------------------------------------------------------- report
 
 
+@pytest.mark.slow
 def test_the_report_section_shows_what_the_watch_stored_and_reconciles(warehouse, tmp_path: Path) -> None:
     from athanor.publish.data import load_report_data
     from athanor.publish.render import render_html
@@ -588,6 +593,7 @@ def test_alerts_logged_before_a_webhook_was_set_are_sent_by_the_first_run_with_o
 # --------------------------------------------------------------------------- hierarchy and freshness
 
 
+@pytest.mark.slow
 def test_team_forecasts_add_up_to_the_total_to_the_cent(warehouse) -> None:
     # Three teams with their own shapes: fitted alone, their trends do not add up to the total's.
     noise = np.random.default_rng(5).normal(0, 30, 300)
@@ -613,6 +619,7 @@ def test_team_forecasts_add_up_to_the_total_to_the_cent(warehouse) -> None:
     assert abs(float(december) - expected) / expected < 0.05
 
 
+@pytest.mark.slow
 def test_a_bill_that_stopped_five_days_ago_is_stale_and_its_budgets_unknown(
     warehouse, tmp_path: Path, webhook
 ) -> None:
