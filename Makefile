@@ -33,16 +33,21 @@ system-deps:
 # are built once); see the markers in pyproject.toml.
 PARALLEL := -n auto --dist loadfile
 
-# Two passes: the server-free tests (unit and slow) on every core, then the integration and
-# realdata tiers on three workers, a module to a worker (--dist loadfile: its module-scoped
-# servers start once), in file order rather than by test count (the longest modules hold few
-# tests). They wait on start-ups and polls more than they compute, so three workers share the
-# two cores. Both passes run whatever the first found; the slowest 15 close the output.
+# Two passes at once. The integration and realdata tiers on three workers, a module to a worker
+# (--dist loadfile: its module-scoped servers start once), in file order rather than by test
+# count (the longest modules hold few tests); their servers wait on start-ups and polls more
+# than they compute, and leave about a third of the two cores idle. Beside them, the
+# server-free tests (unit and slow) on every core at a lower priority (nice), so they take the
+# idle CPU without stretching the servers' modules. The server pass's output (its log) comes
+# last, closed by the slowest 15.
+SERVER_LOG := .cache/test-servers.log
 test: $(VENV)/.installed-dev system-deps
-	source scripts/airflow-env.sh && status=0 \
-	  && { $(BIN)/pytest -q $(PARALLEL) -m "not integration and not realdata" --durations=5 || status=$$?; } \
-	  && { $(BIN)/pytest -q -n 3 --dist loadfile --no-loadscope-reorder -m "integration or realdata" --durations=15 || status=$$?; } \
-	  && exit $$status
+	source scripts/airflow-env.sh && mkdir -p .cache && status=0 \
+	  && { $(BIN)/pytest -q -n 3 --dist loadfile --no-loadscope-reorder -m "integration or realdata" --durations=15 > $(SERVER_LOG) 2>&1 & servers=$$!; } \
+	  && { nice -n 15 $(BIN)/pytest -q $(PARALLEL) -m "not integration and not realdata" --durations=5 || status=$$?; } \
+	  && echo "== the integration and realdata tiers, run beside the above ($(SERVER_LOG)):" \
+	  && { wait $$servers || status=$$?; } \
+	  && cat $(SERVER_LOG) && exit $$status
 
 # The unit tier: no network, no apt, no server, nothing marked slow.
 test-fast: $(VENV)/.installed-dev
