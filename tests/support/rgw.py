@@ -14,7 +14,6 @@ then spread over the workers like any other module (a cluster starts in 10-25 s)
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.support.airflow_server import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "ceph-rgw.sh"
@@ -122,18 +123,12 @@ def stop_rgw(endpoint: RgwEndpoint) -> None:
     )
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _this_workers_cluster() -> tuple[Path, dict[str, str]]:
     """Where this test process's cluster lives, and the script's settings for it."""
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if not worker:
         return DEFAULT_BASE, {}
-    ports = {"RGW_PORT": str(_free_port()), "CEPH_MON_PORT": str(_free_port())}
+    ports = {"RGW_PORT": str(free_port()), "CEPH_MON_PORT": str(free_port())}
     return DEFAULT_BASE / "workers" / worker, {**ports, "RGW_PACKAGES": str(DEFAULT_BASE)}
 
 
