@@ -140,6 +140,31 @@ def test_focus_csv_gz_and_parquet_load_the_same(con, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_focus_parquet_tags_parsed_once_per_set_give_each_row_its_own(con, tmp_path: Path) -> None:
+    # A Parquet's JSON tags are parsed once per distinct text and joined back: every row must
+    # get what the CSV (parsed line by line) gives it, the odd texts and repeats included.
+    texts = ['{"team": "llm", "env": "prod"}', "", '{"team": "vision"}', "team=llm", None, "{}",
+             '{"team": "llm", "env": "prod"}', "   ", '{"team": "vision"}', None]  # fmt: skip
+    rows = [{**FOCUS_ROW, "Tags": text, "BilledCost": str(i + 1)} for i, text in enumerate(texts)]
+    plain = write_csv(tmp_path / "a.csv", rows)
+    parquet = tmp_path / "b.parquet"
+    duckdb.execute(
+        f"copy (select * replace (case when BilledCost in ('5', '10') then null else Tags end as Tags)"
+        f" from read_csv('{plain}', all_varchar=true)) to '{parquet}' (format parquet)"
+    )
+    ingest_billing(con, [parquet])
+    by_row = facts(con, "source_row, tags")
+    assert by_row == [
+        (1, {"team": "llm", "env": "prod"}), (2, {}), (3, {"team": "vision"}), (4, {}), (5, {}), (6, {}),
+        (7, {"team": "llm", "env": "prod"}), (8, {}), (9, {"team": "vision"}), (10, {}),
+    ]  # fmt: skip
+    con.execute("delete from billing_facts")
+    con.execute("delete from loads")
+    ingest_billing(con, [plain])
+    assert facts(con, "source_row, tags") == by_row
+
+
+@pytest.mark.slow
 def test_focus_parquet_with_a_typed_commitment_end_loads(con, tmp_path: Path) -> None:
     # A typed Parquet export carries x_CommitmentDiscountEnd as a timestamp, not text: the
     # staging's empty-string check used to fail the whole file on it.
