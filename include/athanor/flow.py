@@ -47,8 +47,11 @@ class RunContext:
     # The snapshot's files being written while the stages run (`athanor run`); publish takes them.
     snapshot_ahead: snapshots.WriteAhead | None = None
 
-    def connect(self) -> duckdb.DuckDBPyConnection:
-        """A connection of this stage's own; closing it leaves a held warehouse held."""
+    def connect(self, *, lake_views: bool = True) -> duckdb.DuckDBPyConnection:
+        """A connection of this stage's own; closing it leaves a held warehouse held.
+
+        `lake_views=False`: for writing the run's own small tables only (`record_stage`), no
+        views of the lake's fact tables (attaching them costs about 0.5 s a connection)."""
         s = self.settings
         if self.held is not None:
             con = self.held.cursor()
@@ -61,7 +64,8 @@ class RunContext:
                 wait_s=s.writer_wait_s,
             )
         # The lake mode: the stages after `validate` read the snapshots it recorded for the run.
-        lake.attach_for_run(con, lake.LakeConfig.from_settings(s), self.run_id)
+        if lake_views:
+            lake.attach_for_run(con, lake.LakeConfig.from_settings(s), self.run_id)
         return con
 
     @property
@@ -612,7 +616,7 @@ def record_stage(
     `con`: the stage's own connection, left open (else one is opened and closed here).
     """
     own = con is None
-    con = run.connect() if own else con
+    con = run.connect(lake_views=False) if own else con
     try:
         row = {
             "run_id": run.run_id,
