@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal as D
 from pathlib import Path
 
@@ -510,3 +510,43 @@ def test_the_replaced_condition_names_the_loads_keys_as_literals(tmp_path: Path)
         "(('a''1', timestamp '2026-11-01T00:00:00'), ('b', timestamp '2026-10-01T00:00:00'))"
     )
     con.close()
+
+
+@pytest.mark.slow
+def test_a_windowed_read_opens_only_the_files_its_window_can_hold(local_lake, tmp_path: Path) -> None:
+    # October (two lines) and November (one): a stage windowing November reads November's file
+    # alone, its figures those of the whole view; afterwards, and after an error inside, the
+    # view reads both files again.
+    con = local_lake
+    both = focus_rows("acct", "2026-10", ["1.00", "2.00"]) + focus_rows("acct", "2026-11", ["4.00"])
+    ingest_billing(con, [write(tmp_path / "v1/both.csv", both)])
+    window = "select count(*), sum(billed_cost) from billing_facts where charge_period_start >= ? and charge_period_start < ?"
+    november = [datetime(2026, 11, 1), datetime(2026, 12, 1)]
+    whole = con.execute(window, november).fetchall()
+    assert whole == [(1, D("4.00"))]
+    with lake.narrowed(
+        con, "billing_facts", "charge_period_start", date(2026, 11, 1), date(2026, 12, 1)
+    ) as files:
+        assert files == 1
+        assert con.execute(window, november).fetchall() == whole
+        assert con.execute("select count(*) from billing_facts").fetchall() == [(1,)]
+    assert con.execute("select count(*) from billing_facts").fetchall() == [(3,)]
+    with (
+        pytest.raises(ZeroDivisionError),
+        lake.narrowed(con, "billing_facts", "charge_period_start", *november),
+    ):
+        assert con.execute("select count(*) from billing_facts").fetchall() == [(1,)]
+        _ = 1 / 0
+    assert con.execute("select count(*) from billing_facts").fetchall() == [(3,)]
+
+
+def test_a_windowed_read_changes_nothing_in_the_file_mode(tmp_path: Path) -> None:
+    con = connect(tmp_path / "w.duckdb", memory_limit="512MB")
+    try:
+        with lake.narrowed(
+            con, "billing_facts", "charge_period_start", date(2026, 11, 1), date(2026, 12, 1)
+        ) as files:
+            assert files is None
+            assert con.execute("select count(*) from billing_facts").fetchall() == [(0,)]
+    finally:
+        con.close()

@@ -33,7 +33,7 @@ from typing import Any
 import duckdb
 
 import athanor
-from athanor.warehouse import insert_rows, sql, transaction
+from athanor.warehouse import insert_rows, lake, sql, transaction
 
 logger = logging.getLogger(__name__)
 
@@ -173,12 +173,14 @@ def _allocate_month(con: duckdb.DuckDBPyConnection, run_id: str, first: datetime
     Returns the rows written and their machine-hours."""
     end = datetime(first.year + first.month // 12, first.month % 12 + 1, 1)
     con.execute("delete from gpu_allocation_hourly where hour >= ? and hour < ?", [first, end])
-    con.execute(
-        "insert into gpu_allocation_hourly by name select *, $run_id as run_id from ("
-        + _allocation_sql()
-        + ")",
-        {"run_id": run_id, "window_start": first, "window_end": end},
-    )
+    # The lake mode: the month's billing files alone, not the history's (the query keeps its window).
+    with lake.narrowed(con, "billing_facts", "charge_period_start", first, end):
+        con.execute(
+            "insert into gpu_allocation_hourly by name select *, $run_id as run_id from ("
+            + _allocation_sql()
+            + ")",
+            {"run_id": run_id, "window_start": first, "window_end": end},
+        )
     rows, hours = con.execute(
         "select count(*), count(distinct (resource_id, hour)) from gpu_allocation_hourly where hour >= ? and hour < ?",
         [first, end],

@@ -32,7 +32,8 @@ from __future__ import annotations
 import logging
 import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -240,8 +241,21 @@ def data_files(tbl: Table, snapshot_id: int | None = None, row_filter: Any = Non
     return list(_planned(tbl, snapshot_id, row_filter))
 
 
+# A snapshot's data files never change, and every stage's connection attaches the lake: its
+# whole plan is read from the manifests in the bucket once per process. (table uuid, snapshot)
+_PLANS: dict[tuple[str, int], dict[str, int]] = {}
+_PLANS_KEPT = 64
+
+
 def _planned(tbl: Table, snapshot_id: int | None, row_filter: Any = None) -> dict[str, int]:
     """`data_files` with each file's row count (from the manifest): path -> rows."""
+    key = (
+        (str(tbl.metadata.table_uuid), snapshot_id)
+        if snapshot_id is not None and row_filter is None
+        else None
+    )
+    if key in _PLANS:
+        return dict(_PLANS[key])
     scan = (
         tbl.scan(snapshot_id=snapshot_id)
         if row_filter is None
@@ -255,6 +269,10 @@ def _planned(tbl: Table, snapshot_id: int | None, row_filter: Any = None) -> dic
             )
         path = task.file.file_path.removeprefix("s3://").removeprefix("s3a://").removeprefix("file://")
         files[path] = int(task.file.record_count)
+    if key is not None:
+        if len(_PLANS) >= _PLANS_KEPT:
+            _PLANS.clear()
+        _PLANS[key] = dict(files)
     return files
 
 
@@ -395,6 +413,59 @@ def narrow_to_load(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> i
     _create_view(con, name, lake_rows=bool(files))
     logger.info("lake table %s: load %s reads %d data file(s) of its partitions", name, load_id, len(files))
     return len(files)
+
+
+@contextmanager
+def narrowed(
+    con: duckdb.DuckDBPyConnection, name: str, column: str, start: datetime | date, end: datetime | date
+) -> Iterator[int | None]:
+    """Inside: the view of `name` reads only the data files that can hold a row with `column`
+    in [start, end), as pyiceberg plans them from the manifests (partition values, then each
+    file's column bounds); yields how many (None: not a lake view, nothing changes).
+
+    For a stage whose query windows a fact table by literal values: DuckDB passes a query's
+    parameters to the Arrow scan as filters, but the scan still opens every data file's footer
+    in the bucket to apply them, which at a few months of history is most of such a stage's time.
+    The query keeps its own window, so the figures are those of the whole view. Afterwards
+    the view reads what it read before.
+    """
+    if not _registered(con, name):
+        yield None
+        return
+    from pyiceberg.expressions import And, GreaterThanOrEqual, LessThan
+
+    cfg = config()
+    assert cfg is not None, "a lake view in the file mode"
+    tbl = table(cfg, name)
+    snapshot_id, reading = _reading(con, name)
+    first, last = (datetime(d.year, d.month, d.day) if type(d) is date else d for d in (start, end))
+    window = And(GreaterThanOrEqual(column, _literal(first)), LessThan(column, _literal(last)))
+    files = sorted(set(reading) & set(data_files(tbl, snapshot_id, window)))
+    _register(con, cfg, tbl, name, files, snapshot_id)
+    _create_view(con, name, lake_rows=bool(files))
+    logger.info(
+        "lake table %s: %s in [%s, %s) reads %d of %d data file(s)",
+        name,
+        column,
+        start,
+        end,
+        len(files),
+        len(reading),
+    )
+
+    def whole() -> None:
+        _register(con, cfg, tbl, name, reading, snapshot_id)
+        _create_view(con, name, lake_rows=bool(reading))
+
+    try:
+        yield len(files)
+    except BaseException:
+        # Inside a transaction the error aborted it, and its rollback gives the view back
+        # (DuckDB undoes the registration with it); outside one, it is given back here.
+        with suppress(duckdb.Error):
+            whole()
+        raise
+    whole()
 
 
 def _load_scope(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> Any:
