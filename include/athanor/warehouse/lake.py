@@ -17,6 +17,7 @@ unchanged; the loader's own rows are visible to its quality gate as in the file 
 Inside a load the view reads fewer files: those pyiceberg plans from the manifests for the
 load's partitions (and charge hours) as literal values (`narrow_to_load`), less the files it
 replaces whole (`hide_replaced`), so a night reads the partitions it restates, not the history.
+A stage that windows a table by literal values does the same for its window (`narrowed`).
 
 Writes: the loader stages a delivery into the DuckDB table as in the file mode (`staging`
 names it), gates it, then `commit_load` replaces its partitions in Iceberg in one commit
