@@ -424,11 +424,11 @@ def narrowed(
     in [start, end), as pyiceberg plans them from the manifests (partition values, then each
     file's column bounds); yields how many (None: not a lake view, nothing changes).
 
-    For a stage whose query windows a fact table by literal values: DuckDB passes a query's
-    parameters to the Arrow scan as filters, but the scan still opens every data file's footer
-    in the bucket to apply them, which at a few months of history is most of such a stage's time.
-    The query keeps its own window, so the figures are those of the whole view. Afterwards
-    the view reads what it read before.
+    For a stage whose query windows a fact table by literal values: the filter DuckDB hands
+    the Arrow scan still opens every data file of the table in the bucket to apply it, so
+    without this the files a night opens grow with the history. The query keeps its own
+    window, so the figures are those of the whole view. Afterwards the view reads what it
+    read before.
     """
     if not _registered(con, name):
         yield None
