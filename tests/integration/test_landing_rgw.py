@@ -10,14 +10,13 @@ import pytest
 from athanor.ingest.billing import ingest_billing
 from athanor.land.landing import fetch, list_deliveries
 from athanor.warehouse import connect
-from tests.support.rgw import rgw_endpoint  # noqa: F401
 
 pytestmark = pytest.mark.integration
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "billing"
 
 
-def test_bucket_delivery_loads_like_the_local_folder(rgw_endpoint, tmp_path: Path) -> None:  # noqa: F811
+def test_bucket_delivery_loads_like_the_local_folder(rgw_endpoint, tmp_path: Path) -> None:
     landing = tmp_path / "landing"
     shutil.copytree(FIXTURES / "gcp", landing / "gcp")
     shutil.copytree(FIXTURES / "cur-legacy", landing / "cur")

@@ -9,13 +9,12 @@ import pytest
 from athanor.flow import RunContext, publish
 from athanor.settings import Settings
 from athanor.warehouse import connect
-from tests.support.rgw import rgw_endpoint  # noqa: F401
 from tests.unit.test_report import AS_OF, fill_small_warehouse
 
 pytestmark = pytest.mark.integration
 
 
-def test_publish_puts_the_report_in_the_bucket(rgw_endpoint, tmp_path: Path) -> None:  # noqa: F811
+def test_publish_puts_the_report_in_the_bucket(rgw_endpoint, tmp_path: Path) -> None:
     s3 = rgw_endpoint.client()
     s3.create_bucket(Bucket="athanor-reports")
     settings = Settings.from_env(

@@ -13,6 +13,7 @@ then spread over the workers like any other module (a cluster starts in 10-25 s)
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 from collections.abc import Iterator
@@ -123,8 +124,11 @@ def stop_rgw(endpoint: RgwEndpoint) -> None:
     )
 
 
+@functools.cache
 def _this_workers_cluster() -> tuple[Path, dict[str, str]]:
-    """Where this test process's cluster lives, and the script's settings for it."""
+    """Where this test process's cluster lives, and the script's settings for it: the same for
+    every caller in the process, so that a second start finds the cluster running on its ports
+    instead of taking new ones and stopping it."""
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if not worker:
         return DEFAULT_BASE, {}
