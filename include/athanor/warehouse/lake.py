@@ -405,15 +405,24 @@ def narrow_to_load(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> i
     """
     if not _registered(con, name):
         return 0
-    cfg = config()
-    assert cfg is not None, "narrow_to_load in the file mode"
-    tbl = table(cfg, name)
-    snapshot_id, reading = _reading(con, name)
-    files = sorted(set(reading) & set(data_files(tbl, snapshot_id, _load_scope(con, name, load_id))))
-    _register(con, cfg, tbl, name, files)
-    _create_view(con, name, lake_rows=bool(files))
+    _, files, _ = _read_only_planned(con, name, _load_scope(con, name, load_id))
     logger.info("lake table %s: load %s reads %d data file(s) of its partitions", name, load_id, len(files))
     return len(files)
+
+
+def _read_only_planned(
+    con: duckdb.DuckDBPyConnection, name: str, row_filter: Any
+) -> tuple[Table, list[str], list[str]]:
+    """Point `con`'s view of `name` at the files it reads now that pyiceberg plans for
+    `row_filter`; (the table, the files it reads now, those it read before)."""
+    cfg = config()
+    assert cfg is not None, "a lake view in the file mode"
+    snapshot_id, reading = _reading(con, name)
+    tbl = table(cfg, name)
+    files = sorted(set(reading) & set(data_files(tbl, snapshot_id, row_filter)))
+    _register(con, cfg, tbl, name, files, snapshot_id)
+    _create_view(con, name, lake_rows=bool(files))
+    return tbl, files, reading
 
 
 @contextmanager
@@ -435,15 +444,10 @@ def narrowed(
         return
     from pyiceberg.expressions import And, GreaterThanOrEqual, LessThan
 
-    cfg = config()
-    assert cfg is not None, "a lake view in the file mode"
-    tbl = table(cfg, name)
-    snapshot_id, reading = _reading(con, name)
+    snapshot_id = _reading(con, name)[0]
     first, last = (datetime(d.year, d.month, d.day) if type(d) is date else d for d in (start, end))
     window = And(GreaterThanOrEqual(column, _literal(first)), LessThan(column, _literal(last)))
-    files = sorted(set(reading) & set(data_files(tbl, snapshot_id, window)))
-    _register(con, cfg, tbl, name, files, snapshot_id)
-    _create_view(con, name, lake_rows=bool(files))
+    tbl, files, reading = _read_only_planned(con, name, window)
     logger.info(
         "lake table %s: %s in [%s, %s) reads %d of %d data file(s)",
         name,
@@ -455,6 +459,8 @@ def narrowed(
     )
 
     def whole() -> None:
+        cfg = config()
+        assert cfg is not None
         _register(con, cfg, tbl, name, reading, snapshot_id)
         _create_view(con, name, lake_rows=bool(reading))
 
