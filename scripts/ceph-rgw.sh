@@ -102,6 +102,18 @@ start_osd() {
   return 1
 }
 
+wait_for_mon() {
+  # A new mon answers before its first commit has loaded client.admin's caps; a command sent in that
+  # window is refused ("Error EPERM: problem getting command descriptions from mon."). The window is
+  # milliseconds on a quiet machine and long enough under a loaded test run, so ask until accepted.
+  for _ in $(seq 1 60); do
+    timeout 10 ceph -s > /dev/null 2>&1 && return 0
+    alive mon || break
+    sleep 1
+  done
+  timeout 10 ceph -s > /dev/null # once more, letting its error reach the caller
+}
+
 start_rgw() {
   setsid nohup radosgw -n client.rgw.local -f >> "$C/log/rgw.stdout" 2>&1 &
   echo $! > "$C/rgw.pid"
@@ -182,7 +194,7 @@ up() {
   ceph-mon --mkfs -i a --monmap "$C/monmap" --keyring "$C/keyring"
   setsid nohup ceph-mon -i a -f > "$C/log/mon.stdout" 2>&1 &
   echo $! > "$C/mon.pid"
-  timeout 60 ceph -s > /dev/null
+  wait_for_mon
   osd_uuid=$(cat /proc/sys/kernel/random/uuid)
   osd_id=$(timeout 30 ceph osd new "$osd_uuid")
   ceph-osd -i "$osd_id" --mkfs --osd-uuid "$osd_uuid" > "$C/log/osd.mkfs" 2>&1

@@ -140,7 +140,17 @@ def _this_workers_cluster() -> tuple[Path, dict[str, str]]:
 def rgw_endpoint() -> Iterator[RgwEndpoint]:
     """A running RadosGW for the whole test session (stopped at the end if started here)."""
     base_dir, env = _this_workers_cluster()
-    endpoint = start_rgw(base_dir, env=env)
+    try:
+        endpoint = start_rgw(base_dir, env=env)
+    except RuntimeError as first:
+        if not env:
+            raise
+        # The worker's ports were free when picked, then released for the daemons to bind: another
+        # worker's cluster can take one in between. Once more, on ports picked again.
+        print(f"RadosGW did not start on {env}; trying new ports. {first}")
+        _this_workers_cluster.cache_clear()
+        base_dir, env = _this_workers_cluster()
+        endpoint = start_rgw(base_dir, env=env)
     try:
         yield endpoint
     finally:
