@@ -4,10 +4,12 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 DEMO_DATE ?= 2026-11-30
-# uv installs the locked set into the venv: on this machine 3 s from its cache against pip's
-# 90 s for the same 258 packages (the same versions: both install requirements.lock).
+# uv installs the locked set into the venv: on this machine 20 s against pip's 90 s for the
+# same 258 packages (the same versions: both install requirements.lock). Compiled to bytecode
+# at install, as pip does: where PYTHONDONTWRITEBYTECODE is set, nothing else ever writes it,
+# and every Airflow process would compile its imports again (make test: 15.5 -> 18.5 min).
 UV_VERSION := 0.13.9
-UV := $(BIN)/uv pip install --quiet --python $(BIN)/python
+UV := $(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python
 
 .PHONY: demo test test-fast airflow bench lint format docs clean system-deps
 
