@@ -117,12 +117,19 @@ def _cmd_query(args: argparse.Namespace, settings: Settings) -> int:
             file=sys.stderr,
         )
     try:
+        from athanor.warehouse import lake
+
         con = open_readonly(
             path,
             snapshot=snapshot,
             memory_limit=settings.duckdb_memory_limit,
             threads=settings.duckdb_threads,
             max_temp=settings.query_max_temp,
+            # The lake mode: the fact tables as the snapshot ids the published run read (or
+            # --lake-snapshot), their data files the only others the session may read.
+            before_lockdown=lambda con: lake.attach_for_query(
+                con, settings, args.lake_snapshot, published=snapshot
+            ),
         )
     except duckdb.IOException as exc:
         if not _lock_conflict(exc):
@@ -138,10 +145,6 @@ def _cmd_query(args: argparse.Namespace, settings: Settings) -> int:
         )
         return 1
     try:
-        from athanor.warehouse import lake
-
-        # The lake mode: the fact tables as the snapshot ids the published run read (or --lake-snapshot).
-        lake.attach_for_query(con, settings, args.lake_snapshot, published=snapshot)
         columns, rows = run_readonly(con, args.sql, timeout_s=settings.query_timeout_s)
     finally:
         con.close()

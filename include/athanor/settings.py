@@ -202,6 +202,10 @@ class Settings:
     lake_catalog_uri: str | None = field(default=None, repr=False)
     lake_warehouse: str | None = None
     lake_namespace: str = "athanor"
+    # The lake's read cache (athanor.warehouse.lake._local_paths): the folder a bucket's data
+    # files are copied to for DuckDB's Parquet reader, and the bytes it may take.
+    lake_cache: Path | None = None
+    lake_cache_bytes: int = 20_000_000_000
     # Shared clusters (athanor.recommend.allocation): a Slurm log loads without its bad records
     # while they are at most this share of it; the bill lines' tag whose value is the scheduler's
     # node name (None: no such tag), one of the node map's sources.
@@ -246,6 +250,8 @@ class Settings:
             lake_catalog_uri=env.get("ATHANOR_LAKE_CATALOG_URI") or None,
             lake_warehouse=env.get("ATHANOR_LAKE_WAREHOUSE") or None,
             lake_namespace=env.get("ATHANOR_LAKE_NAMESPACE", "athanor"),
+            lake_cache=Path(env.get("ATHANOR_LAKE_CACHE", str(warehouse.parent / "lake-cache"))),
+            lake_cache_bytes=int(float(env.get("ATHANOR_LAKE_CACHE_GB", "20")) * 1e9),
             idle_minutes=float(env.get("ATHANOR_IDLE_MINUTES", "30")),
             job_reject_max_share=float(env.get("ATHANOR_JOB_REJECT_MAX_SHARE", "0.1")),
             node_tag_key=env.get("ATHANOR_NODE_TAG_KEY") or None,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import time
 from datetime import date, datetime
 from decimal import Decimal as D
 from pathlib import Path
@@ -37,8 +40,12 @@ def test_lake_settings() -> None:
         namespace="athanor",
         s3_endpoint_url="http://127.0.0.1:7480",
         region="us-east-1",
+        cache_dir=settings.warehouse.parent / "lake-cache",  # beside the DuckDB file
+        cache_bytes=20_000_000_000,
     )
     assert "secret" not in repr(settings)  # the catalog URI may carry a password
+    moved = Settings.from_env({**LAKE, "ATHANOR_LAKE_CACHE": "/data/cache", "ATHANOR_LAKE_CACHE_GB": "1.5"})
+    assert (moved.lake_cache, moved.lake_cache_bytes) == (Path("/data/cache"), 1_500_000_000)
 
 
 def test_an_unknown_mode_is_refused_naming_the_setting() -> None:
@@ -550,3 +557,77 @@ def test_a_windowed_read_changes_nothing_in_the_file_mode(tmp_path: Path) -> Non
             assert con.execute("select count(*) from billing_facts").fetchall() == [(0,)]
     finally:
         con.close()
+
+
+# The read cache: a bucket stood in for by a folder (pyarrow's SubTreeFileSystem resolves the
+# same bucket/key paths the lake's S3 filesystem does).
+@pytest.fixture
+def bucket_lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> lake.LakeConfig:
+    from pyarrow.fs import LocalFileSystem, SubTreeFileSystem
+
+    bucket = tmp_path / "s3"
+    for key, text in [("bucket/lake/a.parquet", "a" * 10), ("bucket/lake/b.parquet", "b" * 20)]:
+        (bucket / key).parent.mkdir(parents=True, exist_ok=True)
+        (bucket / key).write_text(text)
+    monkeypatch.setattr(lake, "filesystem", lambda cfg: SubTreeFileSystem(str(bucket), LocalFileSystem()))
+    return lake.LakeConfig(
+        catalog_uri="sqlite://",
+        warehouse="s3://bucket/lake",
+        namespace="athanor",
+        s3_endpoint_url="http://127.0.0.1:7480",
+        region="us-east-1",
+        cache_dir=tmp_path / "cache",
+        cache_bytes=1_000,
+    )
+
+
+def test_a_buckets_data_files_are_copied_once_and_read_from_the_copies(
+    bucket_lake: lake.LakeConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = ["bucket/lake/a.parquet", "bucket/lake/b.parquet"]
+    copies = lake._local_paths(bucket_lake, files)
+    assert [p.read_text() for p in copies] == ["a" * 10, "b" * 20]
+    assert all(
+        p.is_relative_to(bucket_lake.cache_dir) and str(p).endswith(f)
+        for p, f in zip(copies, files, strict=True)
+    )
+    assert not [p for p in bucket_lake.cache_dir.rglob(".*")]  # no partial copy left behind
+
+    def no_bucket(cfg: lake.LakeConfig) -> None:
+        raise AssertionError("a cached data file was fetched again")
+
+    monkeypatch.setattr(lake, "filesystem", no_bucket)
+    assert lake._local_paths(bucket_lake, files) == copies
+    other = dataclasses.replace(bucket_lake, s3_endpoint_url="http://127.0.0.1:9000")
+    with pytest.raises(AssertionError, match="fetched again"):
+        lake._local_paths(other, files[:1])  # another server's bucket of the same name: not these copies
+
+
+def test_the_read_cache_evicts_the_least_recently_read_copies_beyond_its_size(
+    bucket_lake, tmp_path: Path
+) -> None:
+    root = tmp_path / "cache" / "endpoint"
+    two_hours_ago, three_hours_ago = time.time() - 7_200, time.time() - 10_800
+    sizes = {"old.parquet": 400, "older.parquet": 400, "kept.parquet": 400, "recent.parquet": 400}
+    for name, size in sizes.items():
+        (root / "bucket").mkdir(parents=True, exist_ok=True)
+        (root / "bucket" / name).write_bytes(b"x" * size)
+    for name, at in [
+        ("old.parquet", two_hours_ago),
+        ("older.parquet", three_hours_ago),
+        ("kept.parquet", three_hours_ago),
+    ]:
+        os.utime(root / "bucket" / name, (at, at))
+    # 1,600 bytes against a 1,200-byte limit: the copy read longest ago goes (older, 400 bytes),
+    # and that is enough; kept (as old as older) is in use and is spared.
+    evicted = lake._evict(root, keep={root / "bucket" / "kept.parquet"}, limit=1_200)
+    assert evicted == 1
+    assert sorted(p.name for p in (root / "bucket").iterdir()) == [
+        "kept.parquet",
+        "old.parquet",
+        "recent.parquet",
+    ]
+    # Down to 500 bytes: kept and old go (read hours ago); recent was read within the hour and
+    # stays, even while the cache is over its limit.
+    assert lake._evict(root, keep=set(), limit=500) == 2
+    assert [p.name for p in (root / "bucket").iterdir()] == ["recent.parquet"]

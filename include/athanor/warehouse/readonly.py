@@ -9,9 +9,10 @@
    external access is off (no COPY, EXPORT, ATTACH of other files, `read_csv`/`read_text`/
    `glob` of local files, no http, no extension install or load) and the configuration is
    locked, so no later `SET` or `PRAGMA` can turn any of that back on. The one exception is
-   the snapshot's own Parquet files, which its fact tables' views read (`snapshots`): each is
-   allowed by its exact path (`allowed_paths`), never a folder, so no statement that slipped
-   through could create a file beside them or reach a sibling folder through `..`.
+   the Parquet files the fact tables' views read, the snapshot's own (`snapshots`) and, in the
+   lake mode, the lake's data files: each is allowed by its exact path (`allowed_paths`),
+   never a folder, so no statement that slipped through could create a file beside them or
+   reach a sibling folder through `..`.
 
 `EXPLAIN ANALYZE` runs the statement it explains, so an `EXPLAIN` is checked by the statement
 inside it: it runs where that statement would. A query also has a time limit (`run_readonly`)
@@ -25,7 +26,7 @@ and keeps the guarantee if a future DuckDB lets something new through the settin
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -74,8 +75,12 @@ def open_readonly(
     memory_limit: str = "2GB",
     threads: int = 2,
     max_temp: str = "1GB",
+    before_lockdown: Callable[[duckdb.DuckDBPyConnection], list[str]] | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """Open a warehouse file (the published snapshot, or the live file) for analysts' SQL.
+
+    `before_lockdown` runs on the connection while it may still be set up (the lake's views)
+    and returns the files those need to read, allowed by their exact paths.
 
     The live file is opened read-only; DuckDB then refuses it while a writer holds it
     (`duckdb.IOException`), and holds a shared lock while open, so a load cannot start
@@ -90,6 +95,8 @@ def open_readonly(
         # Before external access goes off: afterwards DuckDB refuses to widen what it allows.
         # Files, not their folder: an allowed folder is writable as well as readable.
         files = manifest_files(con) if snapshot else []
+        if before_lockdown is not None:
+            files += before_lockdown(con)
         if files:
             con.execute("set allowed_paths = ?", [files])
         for name, value in LOCKDOWN:
