@@ -612,7 +612,10 @@ def test_the_read_cache_evicts_the_least_recently_read_copies_beyond_its_size(
     for name, size in sizes.items():
         (root / "bucket").mkdir(parents=True, exist_ok=True)
         (root / "bucket" / name).write_bytes(b"x" * size)
+    (root / "bucket" / ".dead.parquet.123.part").write_bytes(b"x" * 50)  # its process died
+    (root / "bucket" / ".live.parquet.124.part").write_bytes(b"x" * 50)  # being written
     for name, at in [
+        (".dead.parquet.123.part", two_hours_ago),
         ("old.parquet", two_hours_ago),
         ("older.parquet", three_hours_ago),
         ("kept.parquet", three_hours_ago),
@@ -623,6 +626,7 @@ def test_the_read_cache_evicts_the_least_recently_read_copies_beyond_its_size(
     evicted = lake._evict(root, keep={root / "bucket" / "kept.parquet"}, limit=1_200)
     assert evicted == 1
     assert sorted(p.name for p in (root / "bucket").iterdir()) == [
+        ".live.parquet.124.part",  # partial copies count for nothing; the dead one is gone
         "kept.parquet",
         "old.parquet",
         "recent.parquet",
@@ -630,4 +634,4 @@ def test_the_read_cache_evicts_the_least_recently_read_copies_beyond_its_size(
     # Down to 500 bytes: kept and old go (read hours ago); recent was read within the hour and
     # stays, even while the cache is over its limit.
     assert lake._evict(root, keep=set(), limit=500) == 2
-    assert [p.name for p in (root / "bucket").iterdir()] == ["recent.parquet"]
+    assert sorted(p.name for p in (root / "bucket").iterdir()) == [".live.parquet.124.part", "recent.parquet"]

@@ -280,15 +280,20 @@ def _local_paths(cfg: LakeConfig, files: list[str]) -> list[Path]:
 
 def _evict(root: Path, keep: set[Path], limit: int) -> int:
     """Remove the least recently read copies under `root` until they take at most `limit`
-    bytes, sparing `keep` and any read in the last hour; how many went."""
+    bytes, sparing `keep` and any read in the last hour; how many went. A partial copy an
+    hour old (its process died mid-copy) goes too."""
+    newest_evictable = time.time() - _CACHE_GRACE_S
     copies = []
     for copy in root.rglob("*"):
-        if copy.is_file() and not copy.name.startswith("."):
-            stat = copy.stat()
+        if not copy.is_file():
+            continue
+        stat = copy.stat()
+        if not copy.name.startswith("."):
             copies.append((stat.st_mtime, stat.st_size, copy))
+        elif copy.name.endswith(".part") and stat.st_mtime < newest_evictable:
+            copy.unlink(missing_ok=True)
     total = sum(size for _, size, _ in copies)
     evicted = 0
-    newest_evictable = time.time() - _CACHE_GRACE_S
     for read_at, size, copy in sorted(copies, key=lambda c: c[0]):
         if total <= limit:
             break
