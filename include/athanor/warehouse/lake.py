@@ -11,8 +11,8 @@ data files that one commit replaces.
 Reads: `attach` makes each lake table, on one DuckDB connection, a temporary view of the same
 name over the current snapshot's data files (DuckDB's own Parquet reader, which prunes columns
 and row groups; a bucket's files are read from copies kept on this machine, `_local_paths`,
-fetched once each, since a data file never changes) UNION ALL the DuckDB table of that name, which
-in this mode only ever holds the rows of a load in progress. Temporary views shadow the file's
+fetched once each, since a data file never changes) UNION ALL the DuckDB table of that name,
+which in this mode only ever holds the rows of a load in progress. Temporary views shadow the file's
 tables, also inside the file's own views (`focus_charges`), so every SQL file reads the lake
 unchanged; the loader's own rows are visible to its quality gate as in the file mode.
 Inside a load the view reads fewer files: those pyiceberg plans from the manifests for the
@@ -243,11 +243,13 @@ def _local_paths(cfg: LakeConfig, files: list[str]) -> list[Path]:
     # One folder per endpoint: two S3 servers can hold the same bucket and key.
     root = cfg.cache_dir / hashlib.sha256((cfg.s3_endpoint_url or "aws").encode()).hexdigest()[:12]
     local = {path: root / path for path in files}
-    missing = [path for path, copy in local.items() if not copy.is_file()]
+    missing = []
     now = time.time()
-    for copy in local.values():
-        if copy.is_file():
+    for path, copy in local.items():
+        try:
             os.utime(copy, (now, now))  # read now: the eviction goes by last read
+        except FileNotFoundError:
+            missing.append(path)
     if missing:
         started = time.perf_counter()
         fs = filesystem(cfg)
@@ -437,7 +439,7 @@ def _view(
     con: duckdb.DuckDBPyConnection, cfg: LakeConfig, name: str, tbl: Table, snapshot_id: int | None
 ) -> None:
     files = data_files(tbl, snapshot_id) if snapshot_id is not None else []
-    _register(con, cfg, tbl, name, files, snapshot_id)
+    _register(con, cfg, name, files, snapshot_id)
     _create_view(con, name, lake_rows=bool(files))
     logger.info(
         "lake table %s: snapshot %s, %d data file(s), read as view %s",
@@ -456,7 +458,6 @@ _READING = "_lake_reading"
 def _register(
     con: duckdb.DuckDBPyConnection,
     cfg: LakeConfig,
-    tbl: Table,
     name: str,
     files: list[str],
     snapshot_id: int | None = None,
@@ -504,24 +505,24 @@ def narrow_to_load(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> i
     """
     if not _registered(con, name):
         return 0
-    _, files, _ = _read_only_planned(con, name, _load_scope(con, name, load_id))
+    files, _ = _read_only_planned(con, name, _load_scope(con, name, load_id))
     logger.info("lake table %s: load %s reads %d data file(s) of its partitions", name, load_id, len(files))
     return len(files)
 
 
 def _read_only_planned(
     con: duckdb.DuckDBPyConnection, name: str, row_filter: Any
-) -> tuple[Table, list[str], list[str]]:
+) -> tuple[list[str], list[str]]:
     """Point `con`'s view of `name` at the files it reads now that pyiceberg plans for
-    `row_filter`; (the table, the files it reads now, those it read before)."""
+    `row_filter`; (the files it reads now, those it read before)."""
     cfg = config()
     assert cfg is not None, "a lake view in the file mode"
     snapshot_id, reading = _reading(con, name)
     tbl = table(cfg, name)
     files = sorted(set(reading) & set(data_files(tbl, snapshot_id, row_filter)))
-    _register(con, cfg, tbl, name, files, snapshot_id)
+    _register(con, cfg, name, files, snapshot_id)
     _create_view(con, name, lake_rows=bool(files))
-    return tbl, files, reading
+    return files, reading
 
 
 @contextmanager
@@ -534,9 +535,9 @@ def narrowed(
 
     For a stage whose query windows a fact table by literal values: DuckDB applies the filter
     by opening every data file of the view (each file's footer; from a bucket, a copy of each
-    file first), so without this the files a night opens grow with the history. The query keeps its own
-    window, so the figures are those of the whole view. Afterwards the view reads what it
-    read before.
+    file first), so without this the files a night opens grow with the history. The query
+    keeps its own window, so the figures are those of the whole view. Afterwards the view
+    reads what it read before.
     """
     if not _registered(con, name):
         yield None
@@ -546,7 +547,7 @@ def narrowed(
     snapshot_id = _reading(con, name)[0]
     first, last = (datetime(d.year, d.month, d.day) if type(d) is date else d for d in (start, end))
     window = And(GreaterThanOrEqual(column, _literal(first)), LessThan(column, _literal(last)))
-    tbl, files, reading = _read_only_planned(con, name, window)
+    files, reading = _read_only_planned(con, name, window)
     logger.info(
         "lake table %s: %s in [%s, %s) reads %d of %d data file(s)",
         name,
@@ -560,7 +561,7 @@ def narrowed(
     def whole() -> None:
         cfg = config()
         assert cfg is not None
-        _register(con, cfg, tbl, name, reading, snapshot_id)
+        _register(con, cfg, name, reading, snapshot_id)
         _create_view(con, name, lake_rows=bool(reading))
 
     try:
@@ -725,9 +726,8 @@ def hide_replaced(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> No
         # condition stays, on the rows of the others, where it is cheap and keeps it exact).
         cfg = config()
         assert cfg is not None
-        tbl = table(cfg, name)
         kept = sorted(set(_reading(con, name)[1]) - set(_replaced_files(con, name, load_id)))
-        _register(con, cfg, tbl, name, kept)
+        _register(con, cfg, name, kept)
     _create_view(con, name, lake_rows=_registered(con, name), replaced_by=load_id)
 
 
