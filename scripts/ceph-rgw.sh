@@ -9,7 +9,8 @@
 # Environment: RGW_PORT (default 7480), CEPH_MON_PORT (default 6789), RGW_PACKAGES (the folder
 # holding debs/ and the unpacked root/, default BASE_DIR: clusters in other folders can share one),
 # RGW_ACCESS_KEY / RGW_SECRET_KEY (defaults below), RGW_LC_DEBUG_INTERVAL (default 10: one lifecycle
-# "day" lasts 10 s, for tests; set it to 0 for real-time lifecycle semantics).
+# "day" lasts 10 s, for tests; set it to 0 for real-time lifecycle semantics), RGW_MEMSTORE_BYTES
+# (default 2 GiB: the OSD keeps every object in memory, so this is what the bucket can hold).
 # Based on the measured recipe in the team's shared recipes (ceph-rgw-up.sh / ceph-rgw-down.sh).
 set -Eeuo pipefail
 
@@ -30,6 +31,7 @@ MON_PORT=${CEPH_MON_PORT:-6789}
 ACCESS=${RGW_ACCESS_KEY:-LOCALACCESSKEY}
 SECRET=${RGW_SECRET_KEY:-localsecretkey123}
 LC_INTERVAL=${RGW_LC_DEBUG_INTERVAL:-10}
+MEMSTORE_BYTES=${RGW_MEMSTORE_BYTES:-2147483648}
 ENDPOINT=http://127.0.0.1:$RGW_PORT
 PACKAGES="radosgw ceph-mon ceph-osd ceph-common"
 
@@ -162,7 +164,7 @@ osd_objectstore = memstore
 # sometimes sent with a zero fsid ("wrong fsid", the OSD exits); the script places the OSD itself.
 osd_crush_update_on_start = false
 osd_class_update_on_start = false
-memstore_device_bytes = 2147483648
+memstore_device_bytes = $MEMSTORE_BYTES
 [client.rgw.local]
 rgw_frontends = beast endpoint=127.0.0.1:$RGW_PORT
 rgw_data = $C/rgw
