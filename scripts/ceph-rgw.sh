@@ -146,6 +146,9 @@ mon_max_pg_per_osd = 1000
 mon_allow_pool_size_one = true
 mon_warn_on_pool_no_redundancy = false
 mon_data_avail_warn = 5
+# The mon's store is a few MB and the OSD keeps objects in memory: a disk 95 % full (the mon's
+# default floor) must not stop the cluster, as it did a test run on a nearly full machine.
+mon_data_avail_crit = 1
 osd_crush_chooseleaf_type = 0
 run_dir = $C/run
 admin_socket = $C/run/\$name.asok
