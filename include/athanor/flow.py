@@ -62,6 +62,7 @@ class RunContext:
                 memory_limit=s.duckdb_memory_limit,
                 threads=s.duckdb_threads,
                 wait_s=s.writer_wait_s,
+                lake_views=False,  # attached below, once
             )
         # The lake mode: the stages after `validate` read the snapshots it recorded for the run.
         if lake_views:
@@ -89,6 +90,8 @@ def holding_warehouse(settings: Settings) -> Iterator[duckdb.DuckDBPyConnection]
         memory_limit=settings.duckdb_memory_limit,
         threads=settings.duckdb_threads,
         wait_s=settings.writer_wait_s,
+        # Its cursors see none of its temporary views: each stage's own attaches the lake.
+        lake_views=False,
     )
     try:
         yield con
@@ -677,6 +680,10 @@ STAGES: tuple[Stage, ...] = (
         inputs=("load",),
         emits="athanor_warehouse",
     ),
+    # Cost by GPU-seconds on shared clusters (gpu_allocation_hourly), published with the rest.
+    # First of its DAG: the last stage to write a table the snapshot keeps as Parquet files, so
+    # `athanor run` writes those files ahead of the publish beside the lighter stages after it.
+    Stage("allocate_gpus", "athanor_optimize", allocate_gpus),
     Stage(
         "fit_durations",
         "athanor_optimize",
@@ -686,8 +693,6 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage("recommend_lifecycle", "athanor_optimize", recommend_lifecycle),
     Stage("measure_gpus", "athanor_optimize", measure_gpus),
-    # Cost by GPU-seconds on shared clusters (gpu_allocation_hourly), published with the rest.
-    Stage("allocate_gpus", "athanor_optimize", allocate_gpus),
     # The GPU plan's carbon estimate takes the utilisation measure_gpus measured.
     Stage("recommend_gpus", "athanor_optimize", recommend_gpus, after=("measure_gpus",)),
     # Commitments and spot are sized on the demand the idle stops and GPU moves leave (the plan).

@@ -38,10 +38,12 @@ def connect(
     memory_limit: str = "2GB",
     threads: int = 2,
     wait_s: float = 0.0,
+    lake_views: bool = True,
 ) -> duckdb.DuckDBPyConnection:
     """Open the warehouse file (created with its schema when new, unless read-only).
 
     While another process holds the file, try again for up to `wait_s` seconds.
+    `lake_views=False`: no views of the lake's fact tables on this connection (lake mode).
     """
     path = Path(path)
     if not read_only:
@@ -55,7 +57,8 @@ def connect(
     from athanor.warehouse import lake
 
     # The lake mode: the fact tables become views over their Iceberg tables' current snapshots.
-    lake.attach(con, lake.config())
+    if lake_views:
+        lake.attach(con, lake.config())
     return con
 
 

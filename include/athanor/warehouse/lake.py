@@ -307,13 +307,20 @@ def _evict(root: Path, keep: set[Path], limit: int) -> int:
     return evicted
 
 
+# Each table as this process last loaded it from the catalog. A snapshot is never changed, so
+# a view pinned to one that the loaded metadata already holds needs no new catalog and
+# metadata round trip: every stage of a run reads the snapshots its run recorded.
+_LOADED: dict[tuple[LakeConfig, str], Table] = {}
+
+
 def table(cfg: LakeConfig, name: str, con: duckdb.DuckDBPyConnection | None = None) -> Table:
     """The Iceberg table `name`; created from the DuckDB table's columns when new (needs `con`)."""
     from pyiceberg.exceptions import NoSuchTableError, TableAlreadyExistsError
 
     ident = cfg.identifier(name)
     try:
-        return catalog(cfg).load_table(ident)
+        found = _LOADED[(cfg, name)] = catalog(cfg).load_table(ident)
+        return found
     except NoSuchTableError:
         if con is None:
             raise
@@ -415,19 +422,27 @@ def attach(
     con: duckdb.DuckDBPyConnection,
     cfg: LakeConfig | None,
     snapshots: dict[str, int] | None = None,
+    *,
+    only_pinned: bool = False,
 ) -> dict[str, int | None]:
     """Make each lake table a view of the same name on `con`; nothing in the file mode (cfg None).
 
     `snapshots`: table -> snapshot id to read (time travel); default the current snapshots.
+    `only_pinned`: a table `snapshots` does not name reads as empty (it had no snapshot when
+    they were recorded), not as its current snapshot.
     Returns the snapshot each view reads (None: the table has no snapshot yet).
     """
     if cfg is None:
         return {}
     read: dict[str, int | None] = {}
     for name in LAKE_TABLES:
-        tbl = table(cfg, name, con)
         snapshot_id = (snapshots or {}).get(name)
-        if snapshot_id is None:
+        if snapshot_id is not None:
+            tbl = _table_at(cfg, name, snapshot_id)
+        elif only_pinned:
+            tbl = None
+        else:
+            tbl = table(cfg, name, con)
             current = tbl.current_snapshot()
             snapshot_id = current.snapshot_id if current else None
         read[name] = snapshot_id
@@ -435,15 +450,28 @@ def attach(
     return read
 
 
+def _table_at(cfg: LakeConfig, name: str, snapshot_id: int | None) -> Table:
+    """Table `name` with snapshot `snapshot_id` in its metadata: as loaded before if it has it
+    (None: loaded now, for its current snapshot)."""
+    tbl = _LOADED.get((cfg, name))
+    if tbl is None or snapshot_id is None or tbl.snapshot_by_id(snapshot_id) is None:
+        tbl = table(cfg, name)
+    return tbl
+
+
 def _view(
-    con: duckdb.DuckDBPyConnection, cfg: LakeConfig, name: str, tbl: Table, snapshot_id: int | None
+    con: duckdb.DuckDBPyConnection,
+    cfg: LakeConfig,
+    name: str,
+    tbl: Table | None,
+    snapshot_id: int | None,
 ) -> None:
-    files = data_files(tbl, snapshot_id) if snapshot_id is not None else []
+    files = data_files(tbl, snapshot_id) if tbl is not None and snapshot_id is not None else []
     _register(con, cfg, name, files, snapshot_id)
     _create_view(con, name, lake_rows=bool(files))
     logger.info(
         "lake table %s: snapshot %s, %d data file(s), read as view %s",
-        ".".join(tbl.name()),
+        ".".join(cfg.identifier(name)),
         snapshot_id,
         len(files),
         name,
@@ -518,7 +546,7 @@ def _read_only_planned(
     cfg = config()
     assert cfg is not None, "a lake view in the file mode"
     snapshot_id, reading = _reading(con, name)
-    tbl = table(cfg, name)
+    tbl = _table_at(cfg, name, snapshot_id)
     files = sorted(set(reading) & set(data_files(tbl, snapshot_id, row_filter)))
     _register(con, cfg, name, files, snapshot_id)
     _create_view(con, name, lake_rows=bool(files))
@@ -747,7 +775,7 @@ def emptied_loads(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> li
         return []
     cfg = config()
     assert cfg is not None
-    tbl = table(cfg, name)
+    tbl = _table_at(cfg, name, _reading(con, name)[0])
     schema = tbl.schema().as_arrow()
 
     def loads_in(files: Iterable[str]) -> set[str]:
@@ -764,7 +792,11 @@ def _replaced_files(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> 
     cfg = config()
     assert cfg is not None
     snapshot_id = _reading(con, name)[0]
-    return _planned(table(cfg, name), snapshot_id, _replaced_filter(name, _replaced_keys(con, name, load_id)))
+    return _planned(
+        _table_at(cfg, name, snapshot_id),
+        snapshot_id,
+        _replaced_filter(name, _replaced_keys(con, name, load_id)),
+    )
 
 
 def _registered(con: duckdb.DuckDBPyConnection, name: str) -> bool:
@@ -851,8 +883,11 @@ def attach_for_run(con: duckdb.DuckDBPyConnection, cfg: LakeConfig | None, run_i
     if cfg is None:
         return
     pinned = run_snapshots(con, run_id)
-    if pinned or not attached(con):
-        attach(con, cfg, pinned or None)
+    if pinned:
+        # A table the run recorded no snapshot of was empty then, and stays so for the run.
+        attach(con, cfg, pinned, only_pinned=True)
+    elif not attached(con):
+        attach(con, cfg)
 
 
 def attach_for_query(
