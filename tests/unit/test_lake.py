@@ -547,6 +547,40 @@ def test_a_windowed_read_opens_only_the_files_its_window_can_hold(local_lake, tm
     assert con.execute("select count(*) from billing_facts").fetchall() == [(3,)]
 
 
+@pytest.mark.slow
+def test_a_stage_reads_its_runs_snapshots_without_asking_the_catalog_again(
+    local_lake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The run recorded October's billing and no job log. Then November's billing and a job log
+    # were committed: a stage of that run still reads October alone and no job, and the billing
+    # table it had loaded already holds the snapshot, so the catalog is not asked for it again.
+    from athanor.ingest.deliveries import ingest_job_file
+
+    con, cfg = local_lake, lake.config()
+    ingest_billing(con, [write(tmp_path / "a/oct.csv", focus_rows("acct", "2026-10", ["1.00", "2.00"]))])
+    recorded = lake.record_snapshots(con, "run-1", cfg)
+    assert set(recorded) == {"billing_facts"}
+    ingest_billing(con, [write(tmp_path / "b/nov.csv", focus_rows("acct", "2026-11", ["4.00"]))])
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text(JOBS.read_text())
+    ingest_job_file(con, jobs, as_of=AS_OF)
+    assert con.execute("select count(*) from job_run_facts").fetchall() != [(0,)]
+
+    def no_catalog(cfg: lake.LakeConfig) -> None:
+        raise AssertionError("the catalog was asked again")
+
+    stage = con.cursor()
+    with monkeypatch.context() as patched:
+        patched.setattr(lake, "catalog", no_catalog)
+        lake.attach_for_run(stage, cfg, "run-1")
+    assert stage.execute("select count(*), sum(billed_cost) from billing_facts").fetchall() == [(2, D("3.00"))]
+    assert stage.execute("select count(*) from job_run_facts").fetchall() == [(0,)]
+    # A run that recorded nothing (before its validate) reads the current snapshots.
+    current = con.cursor()
+    lake.attach_for_run(current, cfg, "run-2")
+    assert current.execute("select count(*) from billing_facts").fetchall() == [(3,)]
+
+
 def test_a_windowed_read_changes_nothing_in_the_file_mode(tmp_path: Path) -> None:
     con = connect(tmp_path / "w.duckdb", memory_limit="512MB")
     try:
