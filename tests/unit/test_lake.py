@@ -573,7 +573,9 @@ def test_a_stage_reads_its_runs_snapshots_without_asking_the_catalog_again(
     with monkeypatch.context() as patched:
         patched.setattr(lake, "catalog", no_catalog)
         lake.attach_for_run(stage, cfg, "run-1")
-    assert stage.execute("select count(*), sum(billed_cost) from billing_facts").fetchall() == [(2, D("3.00"))]
+    assert stage.execute("select count(*), sum(billed_cost) from billing_facts").fetchall() == [
+        (2, D("3.00"))
+    ]
     assert stage.execute("select count(*) from job_run_facts").fetchall() == [(0,)]
     # A run that recorded nothing (before its validate) reads the current snapshots.
     current = con.cursor()
