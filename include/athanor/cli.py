@@ -441,10 +441,9 @@ def _cmd_run(args: argparse.Namespace, settings: Settings) -> int:
                 if stage.name == "load" and not args.verbose:
                     for line in results["load"].get("loaded", []):
                         print(line)
-                if stage.name == "allocate_gpus":
-                    # The facts (since validate) and the GPU allocation are final from here: the
-                    # snapshot's new files are written while the other stages run, for publish
-                    # to take. Started before the allocation, the two shared the same cores.
+                if stage.name == "validate":
+                    # The facts are final from here: the snapshot's new files are written
+                    # while the optimize stages run, for publish to take.
                     ahead = later.enter_context(snapshots.WriteAhead(held, settings.snapshot))
     except (DataRejected, WarehouseBusy) as exc:
         print(f"error: {exc}", file=sys.stderr)

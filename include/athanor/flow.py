@@ -680,10 +680,6 @@ STAGES: tuple[Stage, ...] = (
         inputs=("load",),
         emits="athanor_warehouse",
     ),
-    # Cost by GPU-seconds on shared clusters (gpu_allocation_hourly), published with the rest.
-    # First of its DAG: the last stage to write a table the snapshot keeps as Parquet files, so
-    # `athanor run` writes those files ahead of the publish beside the lighter stages after it.
-    Stage("allocate_gpus", "athanor_optimize", allocate_gpus),
     Stage(
         "fit_durations",
         "athanor_optimize",
@@ -693,6 +689,8 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage("recommend_lifecycle", "athanor_optimize", recommend_lifecycle),
     Stage("measure_gpus", "athanor_optimize", measure_gpus),
+    # Cost by GPU-seconds on shared clusters (gpu_allocation_hourly), published with the rest.
+    Stage("allocate_gpus", "athanor_optimize", allocate_gpus),
     # The GPU plan's carbon estimate takes the utilisation measure_gpus measured.
     Stage("recommend_gpus", "athanor_optimize", recommend_gpus, after=("measure_gpus",)),
     # Commitments and spot are sized on the demand the idle stops and GPU moves leave (the plan).

@@ -285,10 +285,10 @@ def test_run_runs_the_declared_stages_in_order(
         ("land", ()),
         ("load", ({"stage": "land"},)),
         ("validate", (loaded,)),
-        ("allocate_gpus", ()),
         ("fit_durations", ()),
         ("recommend_lifecycle", ()),
         ("measure_gpus", ()),
+        ("allocate_gpus", ()),
         ("recommend_gpus", ()),
         ("watch_spend", ()),
         ("recommend_mix", ()),
@@ -304,10 +304,9 @@ def test_run_runs_the_declared_stages_in_order(
         assert (run.run_id, run.as_of) == ("cli-test", date(2026, 11, 30))
         assert run.params == {"as_of": "2026-11-30", "source": "s3://exports/billing"}
         assert run.settings.home == home.resolve()
-    # Once the loads are validated and the GPU cost allocated (the last tables the snapshot
-    # keeps as Parquet files), the snapshot's new files are written while the rest runs.
+    # Once the loads are validated, the snapshot's new files are written while the rest runs.
     ahead = [name for name, run, _ in recorded if run.snapshot_ahead is not None]
-    assert ahead == order[order.index("allocate_gpus") + 1 :]
+    assert ahead == order[order.index("validate") + 1 :]
     # The stages get the CLI's S3 client, built from the settings only when one asks for it.
     land = recorded[0][1]
     assert land.s3_client().meta.endpoint_url == "http://127.0.0.1:7480"

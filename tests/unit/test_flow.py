@@ -559,10 +559,10 @@ def test_the_task_announces_its_day_or_ends_skipped(tmp_path: Path, monkeypatch)
 def test_stages_of_each_dag_in_flow_order() -> None:
     assert [s.name for s in flow.stages_of("athanor_ingest")] == ["land", "load", "validate"]
     assert [s.name for s in flow.stages_of("athanor_optimize")] == [
-        "allocate_gpus",
         "fit_durations",
         "recommend_lifecycle",
         "measure_gpus",
+        "allocate_gpus",
         "recommend_gpus",
         "watch_spend",
         "recommend_mix",
