@@ -319,8 +319,7 @@ def table(cfg: LakeConfig, name: str, con: duckdb.DuckDBPyConnection | None = No
 
     ident = cfg.identifier(name)
     try:
-        found = _LOADED[(cfg, name)] = catalog(cfg).load_table(ident)
-        return found
+        return _load(cfg, name)
     except NoSuchTableError:
         if con is None:
             raise
@@ -333,14 +332,20 @@ def table(cfg: LakeConfig, name: str, con: duckdb.DuckDBPyConnection | None = No
     try:
         create.commit_transaction()
     except TableAlreadyExistsError:  # another loader created it meanwhile
-        return catalog(cfg).load_table(ident)
+        return _load(cfg, name)
     logger.info(
         "created lake table %s.%s partitioned by %s",
         cfg.namespace,
         name,
         ", ".join(f"{transform}({column})" for column, transform in LAKE_TABLES[name].partition),
     )
-    return catalog(cfg).load_table(ident)
+    return _load(cfg, name)
+
+
+def _load(cfg: LakeConfig, name: str) -> Table:
+    """Table `name` as the catalog has it now, kept as this process's latest copy (`_table_at`)."""
+    loaded = _LOADED[(cfg, name)] = catalog(cfg).load_table(cfg.identifier(name))
+    return loaded
 
 
 def data_files(tbl: Table, snapshot_id: int | None = None, row_filter: Any = None) -> list[str]:
