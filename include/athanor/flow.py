@@ -27,6 +27,7 @@ from typing import Any
 import duckdb
 
 from athanor.errors import DataRejected, UnknownParams
+from athanor.ingest.daily import cover_every_job_line
 from athanor.settings import Settings
 from athanor.warehouse import connect, insert_rows, lake, snapshots
 from athanor.warehouse.connection import configure
@@ -278,6 +279,8 @@ def validate(run: RunContext, loaded: dict) -> dict:
                        where stage = 'publish' and status = 'success' and (?::date is null or as_of = ?::date))""",
             [run.as_of, run.as_of],
         ).fetchone()
+        # What reads the costs by job tag (job_run_costs, the unit economics) reads this summary.
+        cover_every_job_line(con)
         snapshots = lake.record_snapshots(con, run.run_id, lake.LakeConfig.from_settings(run.settings))
     finally:
         con.close()

@@ -30,6 +30,7 @@ import duckdb
 import pytest
 
 from athanor.settings import PROJECT_ROOT
+from athanor.warehouse import sql
 from tests.conftest import shared_data
 
 pytestmark = pytest.mark.integration
@@ -72,7 +73,7 @@ class Published:
         with (self.report / name).open(newline="", encoding="utf-8") as f:
             return list(csv.DictReader(f))
 
-    def query(self, statement: str, params: list[Any] | None = None) -> list[tuple]:
+    def query(self, statement: str, params: list[Any] | dict[str, Any] | None = None) -> list[tuple]:
         con = duckdb.connect(str(self.home / "warehouse" / "athanor.duckdb"), read_only=True)
         try:
             return con.execute(statement, params or []).fetchall()
@@ -658,6 +659,40 @@ def test_unit_economics_table_is_the_views_weeks(published: Published) -> None:
     for model, runs, cost in rows:
         reconcile(published, f"unit economics: {model} runs", shown[model][0], runs)
         reconcile(published, f"unit economics: {model} cost", shown[model][1], round(cost))
+
+
+def test_job_costs_read_from_the_loads_summary_are_the_tagged_lines_own(published: Published) -> None:
+    """job_run_costs and the spend explained read billing_job_daily, which each load keeps: both
+    are the sums of the billing lines themselves, to the cent, and it counts every line."""
+    by_job = published.query(
+        """select tags['job_id'], billing_currency, sum(effective_cost), sum(billed_cost), sum(x_usage_hours), count(*)
+           from billing_facts where tags['job_id'] is not null and x_instance_type is not null
+           group by all order by all"""
+    )
+    costs = published.query(
+        """select job_id, billing_currency, effective_cost, billed_cost, instance_hours, billing_rows
+           from job_run_costs where billing_currency is not null order by all"""
+    )
+    reconcile(published, "job costs: jobs billed", len(costs), len(by_job))
+    reconcile(published, "job costs: per job, from the lines", costs, by_job)
+    reconcile(
+        published,
+        "job costs: billing_job_daily counts every line",
+        published.query("select sum(line_items) from billing_job_daily")[0][0],
+        published.query("select count(*) from billing_facts")[0][0],
+    )
+    day = published.as_of + timedelta(days=1)
+    explained = published.query(sql("marts/spend_explained"), {"start": day - timedelta(days=90), "end": day})
+    from_lines = published.query(
+        """select f.billing_currency, sum(f.effective_cost),
+                  sum(f.effective_cost) filter (where f.tags['job_id'] in (select job_id from job_run_facts))
+           from billing_facts as f
+           where f.x_instance_type is not null and f.charge_category = 'Usage'
+             and f.charge_period_start >= ? and f.charge_period_start < ?
+           group by all order by 1""",
+        [day - timedelta(days=90), day],
+    )
+    reconcile(published, "spend explained: from the lines", [r[:3] for r in explained], from_lines)
 
 
 def test_the_real_sample_has_no_gpu_or_storage_action_to_reconcile(real: Published) -> None:

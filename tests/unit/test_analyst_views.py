@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from athanor.ingest.billing import ingest_billing
+from athanor.ingest.daily import cover_every_job_line
 from athanor.reference import focus_columns
 from athanor.warehouse.docs import EXAMPLES
 
@@ -31,6 +32,8 @@ def test_job_run_costs_keeps_every_job_and_says_why_it_has_no_cost(warehouse) ->
                x_usage_hours) values """
         + ", ".join([_billing_row(1, "A"), _billing_row(2, "A"), _billing_row(3, None)])
     )
+    # Lines written outside a load: summed by job as the night's validate stage sums them.
+    assert cover_every_job_line(warehouse) == 3  # day x job tag: A on the 1st and 2nd, none on the 3rd
     jobs = [  # job, start, end
         ("A", "'2026-11-01 00:00'", "'2026-11-03 00:00'"),  # billed: two tagged rows
         ("B", "'2026-11-02 00:00'", "'2026-11-02 05:00'"),  # ran while billed, no row names it

@@ -10,7 +10,8 @@ import duckdb
 import pytest
 
 from athanor.ingest.billing import ingest_billing
-from athanor.warehouse import SQL_DIR, connect
+from athanor.ingest.daily import cover_every_job_line
+from athanor.warehouse import SQL_DIR, connect, sql
 from tests.unit.test_ingest import focus_rows, write
 
 D = Decimal
@@ -90,6 +91,18 @@ def test_a_restatement_a_second_partition_and_a_deleted_day(con, tmp_path: Path)
         row("acct-b", OCT, "2026-10-01", "5.00"),
     ]
     assert daily(con) == recomputed(con)
+    # The sums by job tag follow the same partitions: equal to the lines summed again, and
+    # counting every line, so the night's check has nothing to re-sum.
+    by_job = "select * from billing_job_daily order by all"
+    assert (
+        con.execute(by_job).fetchall()
+        == con.execute(sql("ingest/billing_job_daily_lines", where="true") + " order by all").fetchall()
+    )
+    assert con.execute("select sum(line_items), sum(effective_cost) from billing_job_daily").fetchone() == (
+        4,
+        D("12.00"),  # acct: October 1.50 + 2.50 (its 4.00 restated away), November 3.00; acct-b 5.00
+    )
+    assert cover_every_job_line(con) is None
 
 
 @pytest.mark.slow

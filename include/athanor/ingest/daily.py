@@ -1,11 +1,13 @@
-"""The billing summaries (`billing_daily`, `billing_gpu_hourly`), kept partition by partition by the load.
+"""The billing summaries (`billing_daily`, `billing_gpu_hourly`, `billing_job_daily`), kept
+partition by partition by the load.
 
 A billing load delivers whole (billing account, billing period) partitions: its rows replace
 what earlier loads held for them (`sql/ingest/delete_restated.sql`). The summaries follow the
 same rule inside the load's transaction: the delivered partitions' sums are deleted and summed
 again from the load's own rows, so a nightly run costs what its delivery holds, not what the
 warehouse holds. The readers that used to scan every billing line of the history (the spend
-watch's daily series, the currency-history rule, the GPU demand mart) read these instead.
+watch's daily series, the currency-history rule, the GPU demand mart, the costs by job tag)
+read these instead.
 
 A warehouse whose billing_facts was written outside the load (by hand, a repair) is not
 covered: its row count differs from the lines the summaries count. The readers then sum the
@@ -18,36 +20,65 @@ import logging
 
 import duckdb
 
-from athanor.warehouse import lake, sql
+from athanor.warehouse import lake, sql, transaction
 
 logger = logging.getLogger(__name__)
 
-SUMMARIES = ("billing_daily", "billing_gpu_hourly")
+SUMMARIES = ("billing_daily", "billing_gpu_hourly", "billing_job_daily")
 
 
 def refresh_billing_daily(con: duckdb.DuckDBPyConnection, load_id: str) -> dict[str, tuple[int, int]]:
-    """Replace the sums of the partitions load `load_id` delivers in `billing_daily` and
-    `billing_gpu_hourly`; per table, (rows deleted, rows written).
+    """Replace the sums of the partitions load `load_id` delivers in each of `SUMMARIES`; per
+    table, (rows deleted, rows written).
 
     Call inside the load's transaction, after its rows are in `billing_facts` (staged, in the
-    lake mode): the one writer of both tables after the schema's backfill.
+    lake mode): with `cover_every_job_line`, the one writer of the summaries after the schema's backfill.
     """
     out = {}
-    lines = {
-        "billing_daily": sql("ingest/billing_daily_lines", where="load_id = $load_id"),
-        "billing_gpu_hourly": sql("ingest/billing_gpu_hourly_lines", where="load_id = $load_id"),
-    }
     for table in SUMMARIES:
         deleted = con.execute(sql(f"ingest/{table}_delete"), {"load_id": load_id}).fetchone()[0]
-        # Spelled out, so the one-writer-per-table scan (tests/unit/test_warehouse_writers.py) sees both.
-        insert = {
-            "billing_daily": "insert into billing_daily by name ",
-            "billing_gpu_hourly": "insert into billing_gpu_hourly by name ",
-        }[table]
-        written = con.execute(insert + lines[table], {"load_id": load_id}).fetchone()[0]
+        written = _insert_sums(con, table, "load_id = $load_id", {"load_id": load_id})
         logger.info("%s: load %s: %d rows of its partitions replaced by %d", table, load_id, deleted, written)
-        out[table] = (int(deleted), int(written))
+        out[table] = (int(deleted), written)
     return out
+
+
+def _insert_sums(con: duckdb.DuckDBPyConnection, table: str, where: str, params: dict[str, str]) -> int:
+    """Add to summary `table` the sums of the billing lines `where` selects; rows written."""
+    # Spelled out, so the one-writer-per-table scan (tests/unit/test_warehouse_writers.py) sees each.
+    insert = {
+        "billing_daily": "insert into billing_daily by name ",
+        "billing_gpu_hourly": "insert into billing_gpu_hourly by name ",
+        "billing_job_daily": "insert into billing_job_daily by name ",
+    }[table]
+    return int(con.execute(insert + sql(f"ingest/{table}_lines", where=where), params).fetchone()[0])
+
+
+def cover_every_job_line(con: duckdb.DuckDBPyConnection) -> int | None:
+    """Sum `billing_job_daily` again from every billing line when it does not count them all;
+    the rows written, or None when it did. job_run_costs reads only the summary, so a night
+    checks it once (the validate stage) before anything publishes from it.
+
+    It misses lines in a warehouse loaded before the table existed in the lake mode (the
+    schema's backfill reads the file's empty billing_facts there), or whose billing_facts was
+    written outside the load. In the lake mode billing_daily is the count to meet (counting the
+    lake's view would read it whole): a load keeps both in one transaction.
+    """
+    summed = con.execute("select coalesce(sum(line_items), 0) from billing_job_daily").fetchone()[0]
+    if lake.attached(con):
+        lines = con.execute("select coalesce(sum(line_items), 0) from billing_daily").fetchone()[0]
+    else:
+        lines = con.execute("select count(*) from billing_facts").fetchone()[0]
+    if summed == lines:
+        return None
+    logger.warning(
+        "billing_job_daily counts %d billing lines of %d: summing it again from every line", summed, lines
+    )
+    with transaction(con):
+        con.execute("delete from billing_job_daily")
+        written = _insert_sums(con, "billing_job_daily", "true", {})
+    logger.info("billing_job_daily: %d rows written from every billing line", written)
+    return written
 
 
 def summaries_cover(con: duckdb.DuckDBPyConnection) -> bool:

@@ -35,7 +35,7 @@ import athanor
 from athanor.model.durations.groups import GroupPlan, assemble_groups, fit_one, plan_groups
 from athanor.model.durations.selection import DurationFit
 from athanor.model.durations.support import QUANTILE_NAMES
-from athanor.warehouse import insert_rows, lake, sql, transaction
+from athanor.warehouse import insert_rows, sql, transaction
 
 logger = logging.getLogger(__name__)
 
@@ -290,8 +290,7 @@ def store(
         ]
         insert_rows(con, "duration_fits", rows)
     start, end = as_of + timedelta(days=1 - EXPLAINED_DAYS), as_of + timedelta(days=1)
-    with lake.narrowed(con, "billing_facts", "charge_period_start", start, end):
-        shares = con.execute(sql("marts/spend_explained"), {"start": start, "end": end}).fetchall()
+    shares = con.execute(sql("marts/spend_explained"), {"start": start, "end": end}).fetchall()
     explained = {currency: round(float(share or 0.0), 4) for currency, _, _, share in shares}
     drifted = {g: reason for g, reason in drift.items() if reason}
     logger.info(
