@@ -7,7 +7,8 @@ why in the commit:
 
     ATHANOR_REGENERATE_GOLDEN=1 .venv/bin/pytest tests/integration/test_golden_demo.py
 
-The golden was last regenerated from commit e8f33a4's tree, on OpenBLAS's SkylakeX kernels.
+The golden was last regenerated from commit e8f33a4's tree, on OpenBLAS's SkylakeX kernels; the
+billing_job_daily table was added to it later (regenerated, nothing else in it changed).
 """
 
 from __future__ import annotations
