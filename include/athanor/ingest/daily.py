@@ -11,7 +11,9 @@ read these instead.
 
 A warehouse whose billing_facts was written outside the load (by hand, a repair) is not
 covered: its row count differs from the lines the summaries count. The readers then sum the
-lines themselves, as before the summaries existed (`daily_source`, `gpu_hourly_source`).
+lines themselves, as before the summaries existed (`daily_source`, `gpu_hourly_source`);
+`billing_job_daily`, which the analysts' view job_run_costs reads, is summed again instead, by
+the night's validate stage (`cover_every_job_line`).
 """
 
 from __future__ import annotations
