@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from athanor.ingest.billing import ingest_billing
+from athanor.ingest.daily import cover_every_job_line
 from athanor.settings import Settings
 from athanor.warehouse import connect, lake
 from tests.unit import test_ingest
@@ -177,6 +178,26 @@ def test_a_column_added_by_a_migration_reaches_the_lake(local_lake, tmp_path: Pa
         "select strftime(billing_period_start, '%m'), count(*), count(x_new_figure), sum(billed_cost)"
         " from billing_facts group by all order by 1"
     ).fetchall() == [("10", 2, 0, D("3.00")), ("11", 1, 0, D("4.00"))]
+
+
+@pytest.mark.slow
+def test_a_lake_warehouse_from_before_the_sums_by_job_gets_them_from_the_lake(
+    local_lake, tmp_path: Path
+) -> None:
+    """Its schema's backfill read the file's empty billing_facts: the night's check sums the lake."""
+    con = local_lake
+    ingest_billing(
+        con, [write(tmp_path / "a/oct.csv", focus_rows("acct", "2026-10", ["1.00", "2.00", "4.00"]))]
+    )
+    ingest_billing(con, [write(tmp_path / "b/nov.csv", focus_rows("acct", "2026-11", ["8.00"]))])
+    assert cover_every_job_line(con) is None  # the loads kept them
+    con.execute("delete from billing_job_daily")  # a warehouse loaded before the table existed
+    assert cover_every_job_line(con) == 4  # October's three days, November's one
+    assert con.execute("select sum(line_items), sum(effective_cost) from billing_job_daily").fetchone() == (
+        4,
+        D("15.00"),
+    )
+    assert cover_every_job_line(con) is None
 
 
 # ---------------------------------------------------------------- job runs, storage, GPU samples
