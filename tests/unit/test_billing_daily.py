@@ -103,6 +103,11 @@ def test_a_restatement_a_second_partition_and_a_deleted_day(con, tmp_path: Path)
         D("12.00"),  # acct: October 1.50 + 2.50 (its 4.00 restated away), November 3.00; acct-b 5.00
     )
     assert cover_every_job_line(con) is None
+    # And the schema's backfill (a warehouse from before the table) sums them the same way.
+    kept = con.execute(by_job).fetchall()
+    con.execute("delete from billing_job_daily")
+    con.execute((SQL_DIR / "schema" / "005_billing_job_daily.sql").read_text())
+    assert con.execute(by_job).fetchall() == kept
 
 
 @pytest.mark.slow
