@@ -279,7 +279,8 @@ def validate(run: RunContext, loaded: dict) -> dict:
                        where stage = 'publish' and status = 'success' and (?::date is null or as_of = ?::date))""",
             [run.as_of, run.as_of],
         ).fetchone()
-        # What reads the costs by job tag (job_run_costs, the unit economics) reads this summary.
+        # job_run_costs (and the unit economics) and the spend explained by job runs read the
+        # costs by job tag from this summary: summed again here where it misses billing lines.
         cover_every_job_line(con)
         snapshots = lake.record_snapshots(con, run.run_id, lake.LakeConfig.from_settings(run.settings))
     finally:

@@ -1,7 +1,7 @@
 -- billing_facts summed to billing_job_daily's grain, for the lines the `where` fragment selects: a
 -- load's own rows (athanor.ingest.daily keeps billing_job_daily with them), or every line (the
 -- re-sum of a summary that does not count every line). Keep the expressions equal to the backfill
--- in sql/schema/049_billing_job_daily.sql.
+-- in sql/schema/005_billing_job_daily.sql (tests/unit/test_billing_daily.py checks that they agree).
 select
     billing_account_id,
     billing_period_start,
