@@ -5,7 +5,8 @@ from __future__ import annotations
 import ast
 import re
 from collections import defaultdict
-from datetime import datetime
+from datetime import date, datetime
+from decimal import Decimal
 from pathlib import Path
 
 import duckdb
@@ -13,6 +14,7 @@ import pytest
 
 import athanor
 from athanor.warehouse import LoadRecord, connect, insert_rows, mark_replaced, record_load
+from athanor.warehouse import rows as insert_rows_module
 
 PACKAGE = Path(athanor.__file__).resolve().parent
 SQL = PACKAGE / "sql"
@@ -121,6 +123,59 @@ def test_insert_rows_names_its_columns_and_leaves_the_others_null() -> None:
     assert insert_rows(con, "t", []) == 0
     with pytest.raises(ValueError, match="different columns"):
         insert_rows(con, "t", [{"a": "u"}, {"c": 3}])
+
+
+def _rows(count: int) -> list[dict]:
+    """Rows of every kind of value the stages insert, some left null."""
+    return [
+        {
+            "k": f"r{i:03d}",
+            "money": Decimal("1.125") * i if i % 3 else None,
+            "share": i / 7,
+            "day": date(2026, 11, 1 + i % 28),
+            "seen_at": datetime(2026, 11, 30, i % 24),
+            "labels": ("a", f"b{i}") if i % 2 else None,
+            "flag": i % 2 == 0,
+            "n": i,
+        }
+        for i in range(count)
+    ]
+
+
+TYPED = (
+    "create table t (k varchar primary key, money decimal(38, 12), share double, day date, "
+    "seen_at timestamp, labels varchar[], flag boolean, n bigint, extra varchar)"
+)
+
+
+def test_insert_rows_in_one_arrow_batch_writes_what_row_by_row_writes(monkeypatch) -> None:
+    batched, by_row = duckdb.connect(), duckdb.connect()
+    for con in (batched, by_row):
+        con.execute(TYPED)
+    rows = _rows(insert_rows_module.ARROW_FROM_ROWS + 5)
+    assert insert_rows(batched, "t", rows) == len(rows)
+    monkeypatch.setattr(insert_rows_module, "ARROW_FROM_ROWS", len(rows) + 1)  # row by row
+    assert insert_rows(by_row, "t", rows) == len(rows)
+    written = [con.execute("from t order by k").fetchall() for con in (batched, by_row)]
+    assert written[0] == written[1]
+    assert written[0][5] == ("r005", Decimal("5.625"), 5 / 7, date(2026, 11, 6), datetime(2026, 11, 30, 5),
+                             ["a", "b5"], False, 5, None)  # fmt: skip
+    # Replacing by primary key, in a batch too.
+    monkeypatch.undo()
+    changed = [{**row, "n": -row["n"]} for row in rows]
+    insert_rows(batched, "t", changed, replace=True)
+    assert batched.execute("select count(*), sum(n) from t").fetchone() == (len(rows), -sum(range(len(rows))))
+
+
+def test_insert_rows_binds_row_by_row_what_arrow_cannot_type() -> None:
+    con = duckdb.connect()
+    con.execute(TYPED)
+    # A column holding a number and a text (cast to varchar by the insert), and one mapping.
+    mixed = [{"k": f"m{i}", "extra": i if i % 2 else f"t{i}"} for i in range(insert_rows_module.ARROW_FROM_ROWS)]
+    assert insert_rows_module._arrow_table(mixed) is None
+    assert insert_rows(con, "t", mixed) == len(mixed)
+    assert con.execute("select extra from t where k in ('m1', 'm2') order by k").fetchall() == [("1",), ("t2",)]
+    assert insert_rows_module._arrow_table([{"k": "s", "extra": {"a": 1}}]) is None
 
 
 # ---------------------------------------------------------------------------- the loads ledger

@@ -6,10 +6,12 @@ wrong columns, the day a column is added; tests/unit/test_warehouse_writers.py k
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from athanor.warehouse.queries import quote_ident
 
@@ -25,7 +27,11 @@ def insert_rows(
 
     `replace`: a row whose primary key is already there replaces it (`insert or replace`).
     Values are bound as DuckDB named parameters; tuples go in as lists (DuckDB would read a
-    tuple as a STRUCT). Returns the number of rows written.
+    tuple as a STRUCT). From `ARROW_FROM_ROWS` rows on they go in as one Arrow table, one
+    statement: DuckDB runs a parameterised insert once per row (480 forecast rows took 0.6 s).
+    Where Arrow cannot type a column (mixed kinds of value), they are bound row by row as
+    below. Either way the insert casts each value to its column's type. Returns the number of
+    rows written.
     """
     rows = list(rows)
     if not rows:
@@ -35,9 +41,31 @@ def insert_rows(
         raise ValueError(f"rows for {table} name different columns")
     verb = "insert or replace" if replace else "insert"
     names = ", ".join(quote_ident(c) for c in columns)
+    bound = [{c: list(v) if isinstance(v, tuple) else v for c, v in row.items()} for row in rows]
+    if len(rows) >= ARROW_FROM_ROWS and (batch := _arrow_table(bound)) is not None:
+        name = f"_athanor_rows_{next(_BATCHES)}"
+        con.register(name, batch)
+        try:
+            con.execute(f"{verb} into {quote_ident(table)} ({names}) select {names} from {name}")
+        finally:
+            con.unregister(name)
+        return len(rows)
     values = ", ".join(f"${c}" for c in columns)
-    con.executemany(
-        f"{verb} into {quote_ident(table)} ({names}) values ({values})",
-        [{c: list(v) if isinstance(v, tuple) else v for c, v in row.items()} for row in rows],
-    )
+    con.executemany(f"{verb} into {quote_ident(table)} ({names}) values ({values})", bound)
     return len(rows)
+
+
+ARROW_FROM_ROWS = 20
+_BATCHES = itertools.count()  # a name per batch: connections of one process may insert at once
+
+
+def _arrow_table(rows: list[dict[str, Any]]) -> pa.Table | None:
+    """`rows` as an Arrow table, each column's type inferred from its values; None where a
+    column mixes values Arrow gives no one type (a number and a text), or a value is a
+    mapping (a STRUCT whose fields would differ row to row)."""
+    if any(isinstance(v, Mapping) for row in rows for v in row.values()):
+        return None
+    try:
+        return pa.Table.from_pylist(rows)
+    except (pa.ArrowException, OverflowError, TypeError, ValueError):
+        return None
