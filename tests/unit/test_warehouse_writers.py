@@ -171,10 +171,15 @@ def test_insert_rows_binds_row_by_row_what_arrow_cannot_type() -> None:
     con = duckdb.connect()
     con.execute(TYPED)
     # A column holding a number and a text (cast to varchar by the insert), and one mapping.
-    mixed = [{"k": f"m{i}", "extra": i if i % 2 else f"t{i}"} for i in range(insert_rows_module.ARROW_FROM_ROWS)]
+    mixed = [
+        {"k": f"m{i}", "extra": i if i % 2 else f"t{i}"} for i in range(insert_rows_module.ARROW_FROM_ROWS)
+    ]
     assert insert_rows_module._arrow_table(mixed) is None
     assert insert_rows(con, "t", mixed) == len(mixed)
-    assert con.execute("select extra from t where k in ('m1', 'm2') order by k").fetchall() == [("1",), ("t2",)]
+    assert con.execute("select extra from t where k in ('m1', 'm2') order by k").fetchall() == [
+        ("1",),
+        ("t2",),
+    ]
     assert insert_rows_module._arrow_table([{"k": "s", "extra": {"a": 1}}]) is None
 
 
