@@ -168,12 +168,26 @@ def test_file_mode_load_tests_hold_in_a_local_lake(case, local_lake, tmp_path: P
 @pytest.mark.slow
 def test_a_column_added_by_a_migration_reaches_the_lake(local_lake, tmp_path: Path) -> None:
     con = local_lake
+
+    def files_read_by_name() -> bool:
+        (view,) = con.execute(
+            "select sql from duckdb_views() where view_name = '_lake_billing_facts'"
+        ).fetchone()
+        return "union_by_name" in view
+
     ingest_billing(con, [write(tmp_path / "a/oct.csv", focus_rows("acct", "2026-10", ["1.00", "2.00"]))])
+    # One schema so far: DuckDB takes the columns from the first file, not every file's footer.
+    assert lake._one_schema(lake.table(lake.config(), "billing_facts"))
+    assert not files_read_by_name()
     con.execute(f"alter table {lake.staging(con, 'billing_facts')} add column x_new_figure integer")
     lake.attach(con, lake.config())  # what the next connect does after the migration
     ingest_billing(con, [write(tmp_path / "b/nov.csv", focus_rows("acct", "2026-11", ["4.00"]))])
     tbl = lake.table(lake.config(), "billing_facts")
     assert "x_new_figure" in tbl.schema().column_names
+    # October's file has no such column: the files are read by column name from now on.
+    assert not lake._one_schema(tbl)
+    lake.attach(con, lake.config())
+    assert files_read_by_name()
     assert con.execute(
         "select strftime(billing_period_start, '%m'), count(*), count(x_new_figure), sum(billed_cost)"
         " from billing_facts group by all order by 1"

@@ -216,13 +216,28 @@ def filesystem(cfg: LakeConfig) -> Any:
     return S3FileSystem(endpoint_override=cfg.s3_endpoint_url, region=cfg.region)
 
 
-def _parquet_select(cfg: LakeConfig, files: list[str]) -> str:
-    """SQL reading data files `files` with DuckDB's own Parquet reader, by column name: a column
-    added to the table since a file was written reads as null in that file's rows. The columns
-    are the files' own: the `column=value` folders of the partitions' paths are not read as
-    columns (they would shadow the typed ones as text)."""
+def _parquet_select(cfg: LakeConfig, files: list[str], *, one_schema: bool) -> str:
+    """SQL reading data files `files` with DuckDB's own Parquet reader. The columns are the
+    files' own: the `column=value` folders of the partitions' paths are not read as columns
+    (they would shadow the typed ones as text).
+
+    `one_schema`: the table has had one schema all its life (`_one_schema`), so every file has
+    the same columns, and DuckDB takes them from the first file. Else the files are read by
+    column name, a column added since a file was written reading as null in its rows; DuckDB
+    then opens every file's footer to bind each query on the view: over the 791 files of 12
+    months of 8M lines, 0.2-0.7 s a bind against 0.01-0.02 s, and a night binds dozens.
+    """
     listed = ", ".join(_sql_literal(str(path)) for path in _local_paths(cfg, files))
-    return f"select * from read_parquet([{listed}], union_by_name = true, hive_partitioning = false)"
+    by_name = "" if one_schema else "union_by_name = true, "
+    return f"select * from read_parquet([{listed}], {by_name}hive_partitioning = false)"
+
+
+def _one_schema(tbl: Table) -> bool:
+    """Whether table `tbl` has had one schema all its life: pyiceberg writes each data file
+    with the schema current then, so its files all have the same columns. (An Iceberg manifest
+    does not say which schema wrote a file, so a table whose schema changed once is read by
+    column name for good.)"""
+    return len(tbl.metadata.schemas) == 1
 
 
 def _local_paths(cfg: LakeConfig, files: list[str]) -> list[Path]:
@@ -500,7 +515,11 @@ def _register(
     if snapshot_id is None:
         snapshot_id = _reading(con, name)[0]
     if files:
-        con.execute(f"create or replace temp view {_FILES_PREFIX}{name} as {_parquet_select(cfg, files)}")
+        one_schema = _one_schema(_table_at(cfg, name, snapshot_id))
+        con.execute(
+            f"create or replace temp view {_FILES_PREFIX}{name} as "
+            + _parquet_select(cfg, files, one_schema=one_schema)
+        )
     elif _registered(con, name):
         con.execute(f"drop view {_FILES_PREFIX}{name}")  # an earlier snapshot's files
     con.execute(
@@ -833,7 +852,8 @@ def open_as_of(
             raise LakeError(
                 f"{'.'.join(tbl.name())} has no snapshot {snapshot_id} (expired, or another table's id?)"
             )
-        con.execute(f'create view "{name}" as {_parquet_select(cfg, data_files(tbl, snapshot_id))}')
+        select = _parquet_select(cfg, data_files(tbl, snapshot_id), one_schema=_one_schema(tbl))
+        con.execute(f'create view "{name}" as {select}')
     return con
 
 
