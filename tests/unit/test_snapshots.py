@@ -385,3 +385,27 @@ def test_a_reallocated_month_writes_its_file_alone_though_no_load_came(warehouse
             == con.execute(query).fetchone()
             == (5, Decimal("140.400000000000"))
         )
+
+
+def test_a_write_ahead_leaves_the_allocation_to_the_publish(warehouse) -> None:
+    """The allocation is rewritten by a stage after the write-ahead starts: it counts only the
+    tables loads change, and the publish writes the reallocated month."""
+    con, snapshot = warehouse
+    allocation(con, "r1", "2026-10-01", 3, "28.80")
+    publish(con, snapshot)
+    restate(con, "l3", "a", "2026-10-01", 5, "3.00")
+    allocation(con, "r2", "2026-11-01", 2, "27.00")
+    with snap.WriteAhead(con, snapshot) as ahead:
+        assert {table for table, _ in ahead.result()} == {"billing_facts"}
+        staged = snap.stage(con, snapshot, ahead)
+    os.replace(staged.path, staged.target)
+    staged.remove_unreferenced()
+    # The restated partition taken from the write-ahead, November's allocation written by the publish.
+    assert (staged.taken, len(staged.written), staged.rows_written) == (1, 2, 5 + 2)
+    query = "select count(*), sum(cost_usd) from gpu_allocation_hourly"
+    with open_snapshot(snapshot) as reader:
+        assert (
+            reader.execute(query).fetchone()
+            == con.execute(query).fetchone()
+            == (5, Decimal("140.400000000000"))
+        )
