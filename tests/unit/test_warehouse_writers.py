@@ -181,6 +181,14 @@ def test_insert_rows_binds_row_by_row_what_arrow_cannot_type() -> None:
         ("t2",),
     ]
     assert insert_rows_module._arrow_table([{"k": "s", "extra": {"a": 1}}]) is None
+    # Decimals of more than 38 digits in all (Arrow's decimal256): row by row, to the column's type.
+    wide = [{"k": f"w{i}", "money": Decimal("1E+20") if i else Decimal("1E-20")} for i in range(20)]
+    assert insert_rows_module._arrow_table(wide) is None
+    assert insert_rows(con, "t", wide) == len(wide)
+    assert con.execute("select count(*), max(money) from t where k like 'w%'").fetchone() == (
+        20,
+        Decimal("1E+20"),
+    )
 
 
 # ---------------------------------------------------------------------------- the loads ledger

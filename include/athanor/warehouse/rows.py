@@ -61,11 +61,13 @@ _BATCHES = itertools.count()  # a name per batch: connections of one process may
 
 def _arrow_table(rows: list[dict[str, Any]]) -> pa.Table | None:
     """`rows` as an Arrow table, each column's type inferred from its values; None where a
-    column mixes values Arrow gives no one type (a number and a text), or a value is a
-    mapping (a STRUCT whose fields would differ row to row)."""
+    column mixes values Arrow gives no one type (a number and a text), a value is a mapping
+    (a STRUCT whose fields would differ row to row), or decimals need more than 38 digits
+    (Arrow's decimal256, which DuckDB does not read)."""
     if any(isinstance(v, Mapping) for row in rows for v in row.values()):
         return None
     try:
-        return pa.Table.from_pylist(rows)
+        table = pa.Table.from_pylist(rows)
     except (pa.ArrowException, OverflowError, TypeError, ValueError):
         return None
+    return None if any(pa.types.is_decimal256(field.type) for field in table.schema) else table
