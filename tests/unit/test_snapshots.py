@@ -365,6 +365,15 @@ def allocation(con: duckdb.DuckDBPyConnection, run_id: str, month: str, hours: i
     )
 
 
+def allocation_totals(con: duckdb.DuckDBPyConnection, snapshot: Path) -> tuple:
+    """The allocation's rows and cost in the published snapshot, checked equal to the warehouse's."""
+    query = "select count(*), sum(cost_usd) from gpu_allocation_hourly"
+    with open_snapshot(snapshot) as reader:
+        published = reader.execute(query).fetchone()
+    assert published == con.execute(query).fetchone()
+    return published
+
+
 def test_a_reallocated_month_writes_its_file_alone_though_no_load_came(warehouse) -> None:
     con, snapshot = warehouse
     allocation(con, "r1", "2026-10-01", 3, "28.80")
@@ -377,14 +386,8 @@ def test_a_reallocated_month_writes_its_file_alone_though_no_load_came(warehouse
     allocation(con, "r2", "2026-11-01", 2, "27.00")
     second = publish(con, snapshot)
     assert (len(second.written), second.kept, second.rows_written) == (1, 4, 2)
-    query = "select count(*), sum(cost_usd) from gpu_allocation_hourly"
-    with open_snapshot(snapshot) as reader:
-        # 3 x 28.80 + 2 x 27.00 = 140.40 over 5 hours, as in the warehouse.
-        assert (
-            reader.execute(query).fetchone()
-            == con.execute(query).fetchone()
-            == (5, Decimal("140.400000000000"))
-        )
+    # 3 x 28.80 + 2 x 27.00 = 140.40 over 5 hours, as in the warehouse.
+    assert allocation_totals(con, snapshot) == (5, Decimal("140.400000000000"))
 
 
 def test_a_write_ahead_leaves_the_allocation_to_the_publish(warehouse) -> None:
@@ -402,10 +405,4 @@ def test_a_write_ahead_leaves_the_allocation_to_the_publish(warehouse) -> None:
     staged.remove_unreferenced()
     # The restated partition taken from the write-ahead, November's allocation written by the publish.
     assert (staged.taken, len(staged.written), staged.rows_written) == (1, 2, 5 + 2)
-    query = "select count(*), sum(cost_usd) from gpu_allocation_hourly"
-    with open_snapshot(snapshot) as reader:
-        assert (
-            reader.execute(query).fetchone()
-            == con.execute(query).fetchone()
-            == (5, Decimal("140.400000000000"))
-        )
+    assert allocation_totals(con, snapshot) == (5, Decimal("140.400000000000"))
