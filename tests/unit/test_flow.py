@@ -569,3 +569,22 @@ def test_stages_of_each_dag_in_flow_order() -> None:
         "compose_plan",
         "publish",
     ]
+
+
+def test_the_dag_files_import_no_data_library_at_parse_time() -> None:
+    """The scheduler parses the DAG files often: the libraries the stages use load in the tasks."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    heavy = ["pyarrow", "pandas", "numpy", "scipy", "great_expectations", "pyiceberg", "statsmodels"]
+    script = (
+        "import sys, athanor_ingest, athanor_optimize; "
+        f"print(','.join(m for m in {heavy!r} if m in sys.modules))"
+    )
+    env = {**os.environ, "PYTHONPATH": f"{root / 'include'}:{root / 'dags'}"}
+    loaded = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert loaded.stdout.strip() == ""

@@ -6,14 +6,15 @@ wrong columns, the day a column is added; tests/unit/test_warehouse_writers.py k
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pyarrow as pa
 
 from athanor.warehouse.queries import quote_ident
+
+if TYPE_CHECKING:  # pyarrow is imported where a batch is built: the DAG files import this module
+    import pyarrow as pa
 
 
 def insert_rows(
@@ -43,12 +44,11 @@ def insert_rows(
     names = ", ".join(quote_ident(c) for c in columns)
     bound = [{c: list(v) if isinstance(v, tuple) else v for c, v in row.items()} for row in rows]
     if len(rows) >= ARROW_FROM_ROWS and (batch := _arrow_table(bound)) is not None:
-        name = f"_athanor_rows_{next(_BATCHES)}"
-        con.register(name, batch)
+        con.register(_BATCH, batch)  # a name of this connection alone, until unregistered
         try:
-            con.execute(f"{verb} into {quote_ident(table)} ({names}) select {names} from {name}")
+            con.execute(f"{verb} into {quote_ident(table)} ({names}) select {names} from {_BATCH}")
         finally:
-            con.unregister(name)
+            con.unregister(_BATCH)
         return len(rows)
     values = ", ".join(f"${c}" for c in columns)
     con.executemany(f"{verb} into {quote_ident(table)} ({names}) values ({values})", bound)
@@ -56,7 +56,7 @@ def insert_rows(
 
 
 ARROW_FROM_ROWS = 20
-_BATCHES = itertools.count()  # a name per batch: connections of one process may insert at once
+_BATCH = "_athanor_rows"
 
 
 def _arrow_table(rows: list[dict[str, Any]]) -> pa.Table | None:
@@ -64,6 +64,8 @@ def _arrow_table(rows: list[dict[str, Any]]) -> pa.Table | None:
     column mixes values Arrow gives no one type (a number and a text), a value is a mapping
     (a STRUCT whose fields would differ row to row), or decimals need more than 38 digits
     (Arrow's decimal256, which DuckDB does not read)."""
+    import pyarrow as pa
+
     if any(isinstance(v, Mapping) for row in rows for v in row.values()):
         return None
     try:
