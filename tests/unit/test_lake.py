@@ -195,6 +195,43 @@ def test_a_column_added_by_a_migration_reaches_the_lake(local_lake, tmp_path: Pa
 
 
 @pytest.mark.slow
+def test_a_commit_writes_its_batches_at_once_and_keeps_every_row(
+    local_lake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nine lines in batches of two: five batches written by two writers, one commit of all of
+    them; a batch that fails to write fails the commit, and the lake keeps what it had."""
+    import pyiceberg.io.pyarrow as iceberg_arrow
+
+    con = local_lake
+    monkeypatch.setattr(lake, "BATCH_ROWS", 2)
+    costs = [f"{n}.25" for n in range(1, 10)]
+    ingest_billing(con, [write(tmp_path / "a/oct.csv", focus_rows("acct", "2026-10", costs))])
+    tbl = lake.table(lake.config(), "billing_facts")
+    assert len(lake.data_files(tbl)) == 5
+    assert con.execute("select list(billed_cost order by billed_cost) from billing_facts").fetchone() == (
+        [D(c) for c in costs],
+    )
+    assert tbl.current_snapshot().summary["added-records"] == "9"
+
+    written = iceberg_arrow._dataframe_to_data_files
+    batches = []
+
+    def fails_on_the_third(**kwargs):
+        batches.append(kwargs["df"].num_rows)
+        if len(batches) == 3:
+            raise OSError("disk full (simulated)")
+        return written(**kwargs)
+
+    monkeypatch.setattr(iceberg_arrow, "_dataframe_to_data_files", fails_on_the_third)
+    before = tbl.current_snapshot().snapshot_id
+    with pytest.raises(OSError, match="simulated"):
+        ingest_billing(con, [write(tmp_path / "b/oct.csv", focus_rows("acct", "2026-10", ["7.00"] * 8))])
+    assert lake.table(lake.config(), "billing_facts").current_snapshot().snapshot_id == before
+    lake.attach(con, lake.config())
+    assert con.execute("select count(*), sum(billed_cost) from billing_facts").fetchone() == (9, D("47.25"))
+
+
+@pytest.mark.slow
 def test_a_lake_warehouse_from_before_the_sums_by_job_gets_them_from_the_lake(
     local_lake, tmp_path: Path
 ) -> None:

@@ -951,9 +951,14 @@ def attach_for_query(
 
 # ---------------------------------------------------------------------- writing
 
-# Rows of the load a commit holds in memory at a time (one DuckDB record batch): the commit's
-# peak memory is about one batch written to data files, whatever the size of the load.
+# Rows of the load in one DuckDB record batch, written to its own data files. A commit holds
+# at most WRITERS + 1 batches in memory (being written, or waiting for a writer, while DuckDB
+# produces the next), whatever the size of the load.
 BATCH_ROWS = 262_144
+# Batches written to data files at once. pyarrow encodes a Parquet file on one thread (and
+# releases the GIL while it does): one writer left a 2 M-line month's commit on one of the
+# machine's two cores, with DuckDB idle until the batch it produced was written.
+WRITERS = 2
 
 
 def _literal(value: Any) -> Any:
@@ -1028,10 +1033,13 @@ def _overwrite(
 
     What `Table.overwrite` does, but it takes the load as one Arrow table (pyiceberg 0.12 streams
     only into unpartitioned tables, iceberg-python#2152): here each DuckDB record batch is
-    written to data files and let go before the next is read, all the files going into one
-    append of the same transaction, so memory holds a batch, not the load.
+    written to data files (`WRITERS` batches at once, as DuckDB produces the next) and let go,
+    all the files going into one append of the same transaction in the batches' order, so
+    memory holds a few batches, not the load.
     """
     import itertools
+    from collections import deque
+    from concurrent.futures import Future
 
     import pyarrow as pa
     from pyiceberg.io.pyarrow import _check_pyarrow_schema_compatible, _dataframe_to_data_files
@@ -1056,18 +1064,43 @@ def _overwrite(
                 format_version=tx.table_metadata.format_version,
             )
             files = itertools.count(0)  # one counter: the batches' data files get names of their own
-            with tx.update_snapshot(snapshot_properties=properties).fast_append() as append:
-                for batch in reader:
-                    rows = pa.Table.from_batches([batch])
-                    for data_file in _dataframe_to_data_files(
-                        table_metadata=tx.table_metadata,
-                        df=rows,
-                        io=tbl.io,
-                        write_uuid=append.commit_uuid,
-                        counter=files,
-                    ):
+            with (
+                tx.update_snapshot(snapshot_properties=properties).fast_append() as append,
+                ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="lake-write") as pool,
+            ):
+
+                def write(batch: pa.RecordBatch) -> list[Any]:
+                    return list(
+                        _dataframe_to_data_files(
+                            table_metadata=tx.table_metadata,
+                            df=pa.Table.from_batches([batch]),
+                            io=tbl.io,
+                            write_uuid=append.commit_uuid,
+                            counter=files,
+                        )
+                    )
+
+                writing: deque[tuple[Future[list[Any]], int]] = deque()
+
+                def take_oldest() -> int:
+                    future, rows = writing.popleft()
+                    for data_file in future.result():  # a batch that failed to write raises here
                         append.append_data_file(data_file)
-                    written += rows.num_rows
+                    return rows
+
+                try:
+                    for batch in reader:
+                        writing.append((pool.submit(write, batch), batch.num_rows))
+                        del batch  # its writer holds it until its files are written
+                        while len(writing) > WRITERS or (writing and writing[0][0].done()):
+                            written += take_oldest()
+                    while writing:
+                        written += take_oldest()
+                finally:
+                    # On a failure the batches not yet started are dropped; the pool waits for
+                    # those being written, and the transaction commits none of their files.
+                    for future, _ in writing:
+                        future.cancel()
         finally:
             reader.close()  # else the connection refuses the load's rollback: it has an open result
     return written
