@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import csv
 import errno
+import gc
 import io
 import json
 import logging
@@ -17,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, date, datetime
 from decimal import Context, Decimal
 from pathlib import Path
+from typing import NoReturn
 
 from athanor.errors import DataRejected
 from athanor.settings import MAX_FORECAST_HORIZON_DAYS, Settings
@@ -1089,5 +1091,21 @@ def _run_command(args: argparse.Namespace) -> int:
         return 1
 
 
+def entry() -> NoReturn:
+    """The `athanor` command (and `python -m athanor.cli`): `main`, then the process ends.
+
+    `main` stays callable in a process that goes on (tests, notebooks); this is for one that
+    exits. Python's exit runs one last cyclic collection over every object still alive, for
+    memory the operating system takes back anyway: after a night (Great Expectations,
+    statsmodels and pandas loaded; the file mode at 3 x 2 M lines) the process ended 1.1-1.3 s
+    after its last stage, 0.2 s with those objects frozen, which the collection leaves out. Each
+    command has closed its files and connections by then (Airflow's task processes end with
+    `os._exit`, without that collection, and do not come here).
+    """
+    code = main()
+    gc.freeze()
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -73,6 +73,36 @@ def test_ingest_prints_one_line_per_delivery_and_skips_them_the_second_time(home
     ]
 
 
+# The command as a process runs: its last atexit hook (registered first) counts what the
+# interpreter's last collection would traverse.
+_LEFT_AT_EXIT = """
+import atexit, gc, sys
+atexit.register(lambda: print("left", len(gc.get_objects()), gc.get_freeze_count(), file=sys.stderr))
+from athanor.cli import entry
+sys.argv = ["athanor", *sys.argv[1:]]
+entry()
+"""
+
+
+@pytest.mark.slow
+def test_the_command_leaves_no_last_collection_and_nothing_open(home: Path) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _LEFT_AT_EXIT, "ingest", str(GCP)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert untimed(done.stdout) == [GCP_LINE]
+    left, frozen = (int(n) for n in done.stderr.split("left ")[-1].split())
+    assert frozen > 10_000  # the modules the load imported, and what they built
+    assert left < 1_000  # what exiting itself made
+    # Every connection was closed before: the warehouse was checkpointed, no log to replay.
+    assert [p.name for p in (home / "warehouse").iterdir() if p.name.startswith("athanor.duckdb")] == [
+        "athanor.duckdb"
+    ]
+
+
 def test_verbose_logs_what_the_load_did_on_stderr_and_quiet_prints_no_log(home: Path, capsys) -> None:
     assert main(["-v", "ingest", str(JOBS)]) == 0
     out, err = capsys.readouterr()
