@@ -23,7 +23,7 @@ A stage that windows a table by literal values does the same for its window (`na
 Writes: the loader stages a delivery into the DuckDB table as in the file mode (`staging`
 names it), gates it, then `commit_load` replaces its partitions in Iceberg in one commit
 (overwrite with a filter naming what the file mode's delete deletes: copy-on-write, no delete
-files; the rows written a batch at a time) and drops the staged rows, all inside the load's
+files; the rows written a few batches at a time) and drops the staged rows, all inside the load's
 DuckDB transaction. Iceberg commits first: if the process dies before the
 DuckDB commit, the ledger does not know the load and the next run loads the delivery again,
 which replaces the same partitions with the same rows.
