@@ -194,6 +194,46 @@ def test_a_column_added_by_a_migration_reaches_the_lake(local_lake, tmp_path: Pa
     ).fetchall() == [("10", 2, 0, D("3.00")), ("11", 1, 0, D("4.00"))]
 
 
+def test_writers_return_in_order_and_take_at_most_one_item_ahead() -> None:
+    """Two writers: a result waits for the ones before it, and no more than three items (a
+    load's batches) are held at once; a failure stops taking items."""
+    import threading
+    from contextlib import closing
+
+    taken: list[int] = []
+
+    def items():
+        for n in range(7):
+            taken.append(n)
+            yield n
+
+    third_done = threading.Event()
+
+    def first_finishes_last(n: int) -> int:
+        if n == 0:
+            assert third_done.wait(10)
+        if n == 2:
+            third_done.set()
+        return n * 10
+
+    results = lake._in_order(first_finishes_last, items(), 2)
+    assert next(results) == 0
+    assert taken == [0, 1, 2]  # two written, one waiting for a writer
+    assert list(results) == [10, 20, 30, 40, 50, 60]
+
+    def fails_on_three(n: int) -> int:
+        if n == 3:
+            raise OSError("simulated")
+        return n
+
+    taken.clear()
+    with closing(lake._in_order(fails_on_three, items(), 2)) as out:
+        assert [next(out) for _ in range(3)] == [0, 1, 2]
+        with pytest.raises(OSError, match="simulated"):
+            next(out)
+    assert taken == [0, 1, 2, 3, 4, 5]  # item 6 is never taken
+
+
 @pytest.mark.slow
 def test_a_commit_writes_its_batches_at_once_and_keeps_every_row(
     local_lake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -37,15 +37,16 @@ import os
 import shutil
 import time
 import warnings
-from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, suppress
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import duckdb
 
@@ -56,6 +57,9 @@ if TYPE_CHECKING:
     from athanor.settings import Settings
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -1038,8 +1042,6 @@ def _overwrite(
     memory holds a few batches, not the load.
     """
     import itertools
-    from collections import deque
-    from concurrent.futures import Future
 
     import pyarrow as pa
     from pyiceberg.io.pyarrow import _check_pyarrow_schema_compatible, _dataframe_to_data_files
@@ -1064,46 +1066,49 @@ def _overwrite(
                 format_version=tx.table_metadata.format_version,
             )
             files = itertools.count(0)  # one counter: the batches' data files get names of their own
-            with (
-                tx.update_snapshot(snapshot_properties=properties).fast_append() as append,
-                ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="lake-write") as pool,
-            ):
+            with tx.update_snapshot(snapshot_properties=properties).fast_append() as append:
 
-                def write(batch: pa.RecordBatch) -> list[Any]:
-                    return list(
-                        _dataframe_to_data_files(
-                            table_metadata=tx.table_metadata,
-                            df=pa.Table.from_batches([batch]),
-                            io=tbl.io,
-                            write_uuid=append.commit_uuid,
-                            counter=files,
-                        )
+                def write(batch: pa.RecordBatch) -> tuple[list[Any], int]:
+                    data_files = _dataframe_to_data_files(
+                        table_metadata=tx.table_metadata,
+                        df=pa.Table.from_batches([batch]),
+                        io=tbl.io,
+                        write_uuid=append.commit_uuid,
+                        counter=files,
                     )
+                    return list(data_files), batch.num_rows
 
-                writing: deque[tuple[Future[list[Any]], int]] = deque()
-
-                def take_oldest() -> int:
-                    future, rows = writing.popleft()
-                    for data_file in future.result():  # a batch that failed to write raises here
-                        append.append_data_file(data_file)
-                    return rows
-
-                try:
-                    for batch in reader:
-                        writing.append((pool.submit(write, batch), batch.num_rows))
-                        del batch  # its writer holds it until its files are written
-                        while len(writing) > WRITERS or (writing and writing[0][0].done()):
-                            written += take_oldest()
-                    while writing:
-                        written += take_oldest()
-                finally:
-                    # On a failure the batches not yet started are dropped; the pool waits for
-                    # those being written, and the transaction commits none of their files.
-                    for future, _ in writing:
-                        future.cancel()
+                # The files join the append in the batches' order, here on this thread only.
+                with closing(_in_order(write, reader, WRITERS)) as batches_written:
+                    for data_files, rows in batches_written:
+                        for data_file in data_files:
+                            append.append_data_file(data_file)
+                        written += rows
         finally:
             reader.close()  # else the connection refuses the load's rollback: it has an open result
     return written
+
+
+def _in_order(function: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[R]:
+    """`function` of each of `items` on `workers` threads, the results in the items' order.
+
+    An item is taken only while at most `workers` wait to be consumed, so at most
+    `workers` + 1 are held at once, however many the items (a load's record batches). Closing
+    the iterator early (a failure) drops the items not started; those running finish first.
+    """
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lake-write") as pool:
+        pending: deque[Future[R]] = deque()
+        try:
+            for item in items:
+                pending.append(pool.submit(function, item))
+                del item  # its thread holds it until done
+                while len(pending) > workers:
+                    yield pending.popleft().result()  # a failed call raises here
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()
 
 
 def commit_load(con: duckdb.DuckDBPyConnection, name: str, load_id: str) -> int:
