@@ -357,7 +357,7 @@ class WriteAhead:
         if not all(future.done() for future in self._futures):
             self._con.interrupt()
         for future in self._futures:
-            with contextlib.suppress(BaseException):
+            with contextlib.suppress(Exception):  # the write's own failure, or its cancellation
                 future.result()
         self._pool.shutdown()
         self._remove_written()
