@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
@@ -455,3 +456,69 @@ def test_a_failed_later_write_ahead_keeps_the_earlier_files_and_the_publish_writ
     assert allocation_totals(con, snapshot) == (2, Decimal("54.000000000000"))
     with open_snapshot(snapshot) as reader:
         assert reader.execute(TOTALS).fetchone() == con.execute(TOTALS).fetchone()
+
+
+def digests_taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the files whose SHA-256 is computed from here on."""
+    taken: list[str] = []
+    digest = snap._digest
+
+    def counting(path: Path) -> tuple[str, str | None]:
+        taken.append(path.name)
+        return digest(path)
+
+    monkeypatch.setattr(snap, "_digest", counting)
+    return taken
+
+
+def test_a_kept_file_is_not_read_again_while_it_has_its_stamp(
+    warehouse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    con, snapshot = warehouse
+    publish(con, snapshot)
+    restate(con, "l3", "a", "2026-10-01", 5, "3.00")
+    taken = digests_taken(monkeypatch)
+    staged = publish(con, snapshot)
+    # The new partition's file is digested as it is written; the two kept are not read.
+    assert (len(staged.written), staged.kept, len(taken)) == (1, 2, 1)
+    assert taken == [Path(p).name for p in map(str, staged.written)]
+
+
+def test_a_file_rewritten_in_place_with_its_times_set_back_is_written_again(
+    warehouse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Same size, other bytes, modification time restored: the change time still moved."""
+    con, snapshot = warehouse
+    publish(con, snapshot)
+    with open_snapshot(snapshot) as reader:
+        before = reader.execute(TOTALS).fetchone()
+    part = sorted(snap.parts_dir(snapshot).rglob("*.parquet"))[0]
+    stat = part.stat()
+    data = bytearray(part.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one flipped byte in the middle of the file
+    time.sleep(0.01)  # a later change time, on file systems that keep milliseconds
+    part.write_bytes(bytes(data))
+    os.utime(part, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert part.stat().st_size == stat.st_size and part.stat().st_mtime_ns == stat.st_mtime_ns
+    taken = digests_taken(monkeypatch)
+    staged = publish(con, snapshot)
+    # Read again, found changed, written again; the other two kept unread.
+    assert (staged.kept, len(staged.written)) == (2, 1)
+    assert taken == [part.name, Path(staged.written[0]).name]
+    with open_snapshot(snapshot) as reader:
+        assert reader.execute(TOTALS).fetchone() == before == con.execute(TOTALS).fetchone()
+
+
+def test_a_snapshot_published_without_stamps_reads_its_files_once(
+    warehouse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    con, snapshot = warehouse
+    publish(con, snapshot)
+    # As a snapshot published before stamps were kept: the manifest has no such column.
+    with duckdb.connect(str(snapshot)) as older:
+        older.execute(f"alter table {snap.MANIFEST_SCHEMA}.partitions drop column stamp")
+    taken = digests_taken(monkeypatch)
+    assert publish(con, snapshot).kept == 3
+    assert len(taken) == 3  # each file read once, and stamped
+    assert publish(con, snapshot).kept == 3
+    assert len(taken) == 3
