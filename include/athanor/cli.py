@@ -443,14 +443,10 @@ def _cmd_run(args: argparse.Namespace, settings: Settings) -> int:
                 if stage.name == "load" and not args.verbose:
                     for line in results["load"].get("loaded", []):
                         print(line)
-                # Tables no later stage changes (the facts once validated, the allocation once
-                # allocated): the snapshot's new files of them are written while the next
-                # stages run, for publish to take.
-                if final := snapshots.final_after(stage.name):
-                    if ahead is None:
-                        ahead = later.enter_context(snapshots.WriteAhead(held, settings.snapshot, final))
-                    else:
-                        ahead.then(final)
+                if stage.name == "validate":
+                    # The facts are final from here: the snapshot's new files are written
+                    # while the optimize stages run, for publish to take.
+                    ahead = later.enter_context(snapshots.WriteAhead(held, settings.snapshot))
     except (DataRejected, WarehouseBusy) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

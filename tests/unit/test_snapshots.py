@@ -317,7 +317,7 @@ def test_files_written_ahead_are_taken_by_the_publish_and_one_changed_since_is_w
     restate(con, "l4", "b", "2026-10-01", 6, "1.00")
 
     # Written while other stages run (athanor run), then taken by the publish: nothing twice.
-    with snap.WriteAhead(con, snapshot, snap.final_after("validate")) as ahead:
+    with snap.WriteAhead(con, snapshot) as ahead:
         staged = snap.stage(con, snapshot, ahead)
     os.replace(staged.path, staged.target)
     staged.remove_unreferenced()
@@ -325,7 +325,7 @@ def test_files_written_ahead_are_taken_by_the_publish_and_one_changed_since_is_w
 
     # A partition that changes after its file was written ahead is written again.
     restate(con, "l5", "a", "2026-09-01", 2, "4.00")
-    with snap.WriteAhead(con, snapshot, snap.final_after("validate")) as ahead:
+    with snap.WriteAhead(con, snapshot) as ahead:
         assert len(ahead.result()) == 1
         con.execute("delete from billing_facts where load_id = 'l5' and source_row = 1")
         staged = snap.stage(con, snapshot, ahead)
@@ -346,7 +346,7 @@ def test_leaving_a_write_ahead_no_publish_took_removes_its_files(warehouse) -> N
     publish(con, snapshot)
     before = parquet_files(snapshot)
     restate(con, "l3", "a", "2026-10-01", 5, "3.00")
-    with snap.WriteAhead(con, snapshot, snap.final_after("validate")) as ahead:
+    with snap.WriteAhead(con, snapshot) as ahead:
         ahead.result()  # written, then the run fails before its publish
         assert len(parquet_files(snapshot)) == len(before) + 1
     assert parquet_files(snapshot) == before
@@ -399,7 +399,7 @@ def test_a_write_ahead_leaves_the_allocation_to_the_publish(warehouse) -> None:
     publish(con, snapshot)
     restate(con, "l3", "a", "2026-10-01", 5, "3.00")
     allocation(con, "r2", "2026-11-01", 2, "27.00")
-    with snap.WriteAhead(con, snapshot, snap.final_after("validate")) as ahead:
+    with snap.WriteAhead(con, snapshot) as ahead:
         assert {table for table, _ in ahead.result()} == {"billing_facts"}
         staged = snap.stage(con, snapshot, ahead)
     os.replace(staged.path, staged.target)
@@ -407,55 +407,6 @@ def test_a_write_ahead_leaves_the_allocation_to_the_publish(warehouse) -> None:
     # The restated partition taken from the write-ahead, November's allocation written by the publish.
     assert (staged.taken, len(staged.written), staged.rows_written) == (1, 2, 5 + 2)
     assert allocation_totals(con, snapshot) == (5, Decimal("140.400000000000"))
-
-
-def test_the_allocation_is_written_ahead_once_allocated_and_the_publish_takes_both(warehouse) -> None:
-    """`athanor run` queues the allocation's files once its stage is done, after the facts'."""
-    con, snapshot = warehouse
-    allocation(con, "r1", "2026-10-01", 3, "28.80")
-    publish(con, snapshot)
-    restate(con, "l3", "a", "2026-10-01", 5, "3.00")
-    with snap.WriteAhead(con, snapshot, snap.final_after("validate")) as ahead:
-        allocation(con, "r2", "2026-11-01", 2, "27.00")  # the allocation stage, beside the write
-        ahead.then(snap.final_after("allocate_gpus"))
-        assert sorted(table for table, _ in ahead.result()) == ["billing_facts", "gpu_allocation_hourly"]
-        staged = snap.stage(con, snapshot, ahead)
-    os.replace(staged.path, staged.target)
-    staged.remove_unreferenced()
-    # Both new partitions taken, none written by the publish itself.
-    assert (staged.taken, len(staged.written), staged.rows_written) == (2, 2, 5 + 2)
-    # 3 x 28.80 + 2 x 27.00 = 140.40 over 5 hours, as in the warehouse.
-    assert allocation_totals(con, snapshot) == (5, Decimal("140.400000000000"))
-
-
-def test_a_failed_later_write_ahead_keeps_the_earlier_files_and_the_publish_writes_the_rest(
-    warehouse, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    con, snapshot = warehouse
-    publish(con, snapshot)
-    restate(con, "l3", "a", "2026-10-01", 5, "3.00")
-    allocation(con, "r2", "2026-11-01", 2, "27.00")
-    write = snap._write_parquet
-
-    def full_disk(con, table, *args):
-        if table.endswith('"gpu_allocation_hourly"'):
-            raise OSError(28, "No space left on device")
-        return write(con, table, *args)
-
-    monkeypatch.setattr(snap, "_write_parquet", full_disk)
-    with snap.WriteAhead(con, snapshot, snap.final_after("validate")) as ahead:
-        ahead.then(snap.final_after("allocate_gpus"))
-        early = ahead.result()
-        assert [table for table, _ in early] == ["billing_facts"]
-        assert all(Path(part.file).is_file() for part in early.values())
-        monkeypatch.setattr(snap, "_write_parquet", write)
-        staged = snap.stage(con, snapshot, ahead)
-    os.replace(staged.path, staged.target)
-    staged.remove_unreferenced()
-    assert (staged.taken, len(staged.written), staged.rows_written) == (1, 2, 5 + 2)
-    assert allocation_totals(con, snapshot) == (2, Decimal("54.000000000000"))
-    with open_snapshot(snapshot) as reader:
-        assert reader.execute(TOTALS).fetchone() == con.execute(TOTALS).fetchone()
 
 
 def digests_taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:

@@ -39,7 +39,7 @@ import re
 import time
 import uuid
 from collections.abc import Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -72,9 +72,6 @@ class Partitioning:
     touched: str | None
     # False: a stage rewrites the table, not only loads; its partitions are counted every time.
     by_loads: bool = True
-    # The stage of a night after which the table no longer changes: from then on its new files
-    # can be written ahead of the publish (`WriteAhead`). The loads' tables: once validated.
-    final_after: str = "validate"
 
 
 # The tables that grow with history. Small tables (the ledger, marts, recommendations) are copied.
@@ -115,16 +112,14 @@ PARTITIONED: tuple[Partitioning, ...] = (
         (("load_id", "run_id"), ("month", "date_trunc('month', hour)")),
         None,
         by_loads=False,
-        final_after="allocate_gpus",
     ),
 )
 
 
-def final_after(stage: str) -> tuple[Partitioning, ...]:
-    """The tables no stage after `stage` changes: what a `WriteAhead` may write from then on.
-    (Counting a table's partitions before its last writer is done would be wasted: the
-    allocation's, over 76M rows at 12 x 8M lines, cost 2-3 CPU-s.)"""
-    return tuple(spec for spec in PARTITIONED if spec.final_after == stage)
+# What a WriteAhead writes: the tables only loads change, final once the loads have committed.
+# A table a stage rewrites (the allocation) changes after it starts: counting its partitions
+# then was wasted, the publish counts them again (2-3 CPU-s over 76M rows at 12 x 8M lines).
+LOADED_ONLY: tuple[Partitioning, ...] = tuple(spec for spec in PARTITIONED if spec.by_loads)
 
 
 @dataclass(frozen=True)
@@ -151,17 +146,18 @@ class Part:
         computed: any write through the file system moves its change time, which no user-space
         call sets back (rewriting the time of modification moves it too). Otherwise the file is
         read again: same size and SHA-256 (unknown: not the one written). Reading every kept
-        file at every publish grew with the history: 0.44 s of the publish at 3 x 4M lines,
-        about 1 s per GB kept."""
+        file at every publish grew with the history: 0.54-0.58 s for the 731 MB kept at
+        3 x 4M lines."""
         now = _stamp(self.file)
         if now is not None and now == self.stamp:
             return self
         if now is None or self.sha256 is None or int(now.split(":")[1]) != self.size:
             return None
-        digest, stamp = _digest(Path(self.file))
-        if digest != self.sha256:
+        try:
+            digest, stamp = _digest(Path(self.file))
+        except OSError:  # gone since
             return None
-        return replace(self, stamp=stamp)
+        return replace(self, stamp=stamp) if digest == self.sha256 else None
 
 
 def _stamp(path: str | Path) -> str | None:
@@ -316,63 +312,49 @@ class WriteAhead:
     """The Parquet files the next snapshot needs, written on a thread of their own while the
     run's other stages go on; the publish's `stage` takes them instead of writing them itself.
 
-    For a run in one process (`athanor run`): `specs` are written at once, and each `then`
-    queues more after them, each table once the stage that last changes it is done
-    (`final_after`): the loads' tables once they are validated, the allocation once allocated.
-    The partitions counted then are the publish's; where one did change after all, its file no
-    longer matches its row count and the publish writes it again. The writes read through
-    their own cursor of the held warehouse (DuckDB lets the stages write meanwhile), one after
-    the other. Use it as a context manager: leaving it stops a write still running, drops those
-    not started and removes the files no publish took.
+    For a run in one process (`athanor run`), started once the loads have committed: the
+    tables only loads change (`LOADED_ONLY`) do not change after that, so the partitions
+    counted here are the publish's, and where one did change, its file no longer matches its
+    row count and the publish writes it again. The write reads through its own cursor of the
+    held warehouse (DuckDB lets the other stages write their small tables meanwhile). Use it
+    as a context manager: leaving it stops a write still running and removes the files no
+    publish took.
     """
 
-    def __init__(
-        self, con: duckdb.DuckDBPyConnection, snapshot: Path, specs: tuple[Partitioning, ...]
-    ) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, snapshot: Path) -> None:
         self._con = con.cursor()
         self._snapshot = Path(snapshot).absolute()
         self._written: list[Path] = []
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="snapshot-ahead")
-        self._futures: list[Future[dict[tuple[str, str], Part]]] = []
-        self.then(specs)
+        self._future = self._pool.submit(self._write)
 
-    def then(self, specs: tuple[Partitioning, ...]) -> None:
-        """Write these tables' new files too, once the writes asked for before are done."""
-        self._futures.append(self._pool.submit(self._write, specs))
-
-    def _write(self, specs: tuple[Partitioning, ...]) -> dict[tuple[str, str], Part]:
+    def _write(self) -> dict[tuple[str, str], Part]:
         started = time.perf_counter()
         previous = read_manifest(self._con, self._snapshot) or Manifest()
         staged = StagedSnapshot(path=self._snapshot, target=self._snapshot, keep=frozenset())
+        staged.written = self._written
         try:
-            parts, _ = _write_parts(self._con, self._snapshot, previous, staged, {}, specs)
+            parts, _ = _write_parts(self._con, self._snapshot, previous, staged, {}, LOADED_ONLY)
         except BaseException:
-            for path in staged.written:  # only this write's: an earlier one's files are good
-                path.unlink(missing_ok=True)
+            self._remove_written()
             raise
-        self._written += staged.written
-        written = {str(path) for path in staged.written}
+        written = {str(path) for path in self._written}
         logger.info(
-            "snapshot: wrote %d Parquet files of %s (%s rows) ahead of the publish in %.1f s",
+            "snapshot: wrote %d Parquet files (%s rows) ahead of the publish in %.1f s",
             len(written),
-            ", ".join(spec.table for spec in specs),
             f"{staged.rows_written:,}",
             time.perf_counter() - started,
         )
         return {(p.table, p.key): p for p in parts if p.file in written}
 
     def result(self) -> dict[tuple[str, str], Part]:
-        """Wait for the writes; their parts by (table, partition key). A write that failed gives
+        """Wait for the write; its parts by (table, partition key). A write that failed gives
         none: the publish then writes every partition it needs."""
-        parts: dict[tuple[str, str], Part] = {}
-        for future in self._futures:
-            try:
-                parts |= future.result()
-            except Exception as exc:  # noqa: BLE001  # a full disk here fails the publish's own write
-                logger.warning(
-                    "snapshot: a write ahead of the publish failed (%s); the publish writes it", exc
-                )
-        return parts
+        try:
+            return self._future.result()
+        except Exception as exc:  # noqa: BLE001  # a full disk here fails the publish's own write
+            logger.warning("snapshot: the write ahead of the publish failed (%s); the publish writes it", exc)
+            return {}
 
     def take(self) -> dict[tuple[str, str], Part]:
         """`result`, whose files are now the caller's to reference or remove."""
@@ -382,13 +364,10 @@ class WriteAhead:
         return parts
 
     def close(self) -> None:
-        for future in self._futures:
-            future.cancel()  # not started: nothing to stop
-        if not all(future.done() for future in self._futures):
+        if not self._future.done():
             self._con.interrupt()
-        for future in self._futures:
-            with contextlib.suppress(Exception):  # the write's own failure, or its cancellation
-                future.result()
+        with contextlib.suppress(Exception):
+            self._future.result()
         self._pool.shutdown()
         self._remove_written()
         self._con.close()
