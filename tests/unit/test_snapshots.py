@@ -473,3 +473,18 @@ def test_a_snapshot_published_without_stamps_reads_its_files_once(
     assert len(taken) == 3  # each file read once, and stamped
     assert publish(con, snapshot).kept == 3
     assert len(taken) == 3
+
+
+def test_a_kept_file_gone_is_written_again(warehouse) -> None:
+    con, snapshot = warehouse
+    publish(con, snapshot)
+    gone = sorted(snap.parts_dir(snapshot).rglob("*.parquet"))[0]
+    gone.unlink()
+    staged = publish(con, snapshot)
+    assert (staged.kept, len(staged.written)) == (2, 1)
+    with open_snapshot(snapshot) as reader:
+        assert (
+            reader.execute(TOTALS).fetchone()
+            == con.execute(TOTALS).fetchone()
+            == (9, Decimal("49.000000000000"))
+        )
