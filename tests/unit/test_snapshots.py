@@ -432,7 +432,7 @@ def test_a_kept_file_is_not_read_again_while_it_has_its_stamp(
     staged = publish(con, snapshot)
     # The new partition's file is digested as it is written; the two kept are not read.
     assert (len(staged.written), staged.kept, len(taken)) == (1, 2, 1)
-    assert taken == [Path(p).name for p in map(str, staged.written)]
+    assert taken == [path.name for path in staged.written]
 
 
 def test_a_file_rewritten_in_place_with_its_times_set_back_is_written_again(
