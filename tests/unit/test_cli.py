@@ -7,6 +7,8 @@ import json
 import os
 import re
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import date
@@ -86,9 +88,6 @@ entry()
 
 @pytest.mark.slow
 def test_the_command_leaves_no_last_collection_and_nothing_open(home: Path) -> None:
-    import subprocess
-    import sys
-
     done = subprocess.run(
         [sys.executable, "-c", _LEFT_AT_EXIT, "ingest", str(GCP)], capture_output=True, text=True, timeout=300
     )

@@ -272,23 +272,24 @@ def test_a_mixtures_quantiles_asked_again_are_the_same_without_a_second_bisectio
     """The spot assessment draws a class's durations once per scenario: the bisection runs once."""
     from athanor.model.durations import distributions
 
+    distributions._cached_mixture_ppf.cache_clear()
+    bisect = distributions._mixture_ppf
+    bisected: list[int] = []  # the size of each array bisected
+    monkeypatch.setattr(distributions, "_mixture_ppf", lambda p, q: bisected.append(q.size) or bisect(p, q))
     params = {"weights": [0.6, 0.4], "mus": [8.0, 10.0], "sigmas": [0.7, 0.9]}
     q = (np.arange(2000) + 0.37) / 2000
     first = D.model_ppf(D.MIXTURE, params, q)
-    bisected = []
-    monkeypatch.setattr(distributions, "_mixture_ppf", lambda *args: bisected.append(args) or np.zeros(1))
     first[:] = 0.0  # a caller's changes stay its own
     again = D.model_ppf(D.MIXTURE, {k: tuple(v) for k, v in params.items()}, q.copy())
-    assert not bisected and again.min() > 0
-    # The same model and quantiles: the same floats as a fresh bisection's.
-    monkeypatch.undo()
-    assert np.array_equal(again, distributions._mixture_ppf(params, q))
+    assert bisected == [2000] and again.min() > 0
+    # The same floats as a fresh bisection of the same model and quantiles, in this process (so
+    # compared exactly: both sides come from one computation on one CPU).
+    assert np.array_equal(again, bisect(params, q))
     # Other quantiles are bisected anew, and a large array is not kept.
-    monkeypatch.setattr(distributions, "_mixture_ppf", lambda *args: bisected.append(args) or np.ones(1))
-    D.model_ppf(D.MIXTURE, params, q[:10])
-    D.model_ppf(D.MIXTURE, params, np.full(distributions.CACHED_QUANTILES + 1, 0.5))
-    D.model_ppf(D.MIXTURE, params, np.full(distributions.CACHED_QUANTILES + 1, 0.5))
-    assert len(bisected) == 3
+    big = np.full(distributions.CACHED_QUANTILES + 1, 0.5)
+    for asked in (q[:10], big, big):
+        D.model_ppf(D.MIXTURE, params, asked)
+    assert bisected == [2000, 10, big.size, big.size]
 
 
 def _groups_frame() -> pd.DataFrame:
