@@ -23,20 +23,25 @@ HOLD_WRITER = (
 )
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """ATHANOR_HOME in the test's folder (also the working folder: a stray relative write lands
-    there and is seen), no Athanor or AWS setting from the caller's shell."""
+def athanor_home(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ATHANOR_HOME in `folder` (also the working folder: a stray relative write lands there and
+    is seen), no Athanor or AWS setting from the caller's shell."""
     for name in list(os.environ):
         if name.startswith(("ATHANOR_", "AWS_")):
             monkeypatch.delenv(name)
-    monkeypatch.setenv("ATHANOR_HOME", str(tmp_path))
+    monkeypatch.setenv("ATHANOR_HOME", str(folder))
     monkeypatch.setenv("ATHANOR_DUCKDB_MEMORY_LIMIT", "1GB")
     # boto3 clients built by the CLI never ask the EC2 metadata service for credentials.
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.chdir(folder)
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An Athanor home of the test's own, in its temp folder (see `athanor_home`)."""
+    athanor_home(tmp_path, monkeypatch)
     # main() lets SIGPIPE end the process, as a Unix filter should; pytest's process keeps its own.
     previous = signal.getsignal(signal.SIGPIPE)
     yield tmp_path

@@ -21,7 +21,7 @@ import pytest
 from athanor.cli import main
 from athanor.settings import Settings
 from athanor.warehouse.readonly import open_readonly
-from tests.adversarial.conftest import JOBS
+from tests.adversarial.conftest import JOBS, athanor_home
 
 ONLY = "(it runs SELECT, EXPLAIN, PRAGMA and CALL only)"
 NO_FILES = "athanor query reads only the warehouse: no files, network or extensions (Permission Error: "
@@ -30,7 +30,26 @@ LOCKED = "athanor query cannot change settings (Invalid Input Error: Cannot chan
 
 @pytest.fixture
 def published(home: Path, gcp_published: Path, capsys) -> Settings:
+    """A copy of the published warehouse of the test's own."""
     shutil.copytree(gcp_published, home / "warehouse")
+    capsys.readouterr()
+    return Settings.from_env()
+
+
+@pytest.fixture(scope="module")
+def shared_home(gcp_published: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One copy for the attacks, which must change nothing: each fingerprints every file of the
+    home before and after its own statement, so an attack that changed one fails its own test
+    (and those after it) and never passes."""
+    folder = tmp_path_factory.mktemp("shared-home")
+    shutil.copytree(gcp_published, folder / "warehouse")
+    return folder
+
+
+@pytest.fixture
+def unchanged(shared_home: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> Settings:
+    """The module's shared copy, as the Athanor home (and working folder) of this test."""
+    athanor_home(shared_home, monkeypatch)
     capsys.readouterr()
     return Settings.from_env()
 
@@ -194,16 +213,16 @@ ATTACKS = [
 
 @pytest.mark.parametrize(("case", "statement", "message"), ATTACKS, ids=[a[0] for a in ATTACKS])
 def test_each_attack_is_one_line_and_exit_1_and_leaves_every_file_as_it_was(
-    published: Settings, home: Path, capsys, case: str, statement: str, message: str
+    unchanged: Settings, capsys, case: str, statement: str, message: str
 ) -> None:
-    before, rows_before = fingerprint(home), billing_checksum(published.warehouse)
+    before, rows_before = fingerprint(unchanged.home), billing_checksum(unchanged.warehouse)
 
-    assert main(["query", statement.format(warehouse=published.warehouse)]) == 1
+    assert main(["query", statement.format(warehouse=unchanged.warehouse)]) == 1
 
     captured = capsys.readouterr()
     assert (captured.out, captured.err) == ("", f"error: {message}\n")
-    assert fingerprint(home) == before
-    assert billing_checksum(published.warehouse) == rows_before == (7, Decimal("34.22"), rows_before[2])
+    assert fingerprint(unchanged.home) == before
+    assert billing_checksum(unchanged.warehouse) == rows_before == (7, Decimal("34.22"), rows_before[2])
 
 
 def test_the_live_file_is_as_safe_as_the_snapshot(published: Settings, home: Path, capsys) -> None:
@@ -236,13 +255,13 @@ SESSION_REFUSES = [
 
 @pytest.mark.parametrize(("statement", "error"), SESSION_REFUSES, ids=[s for s, _ in SESSION_REFUSES])
 def test_the_session_itself_refuses_what_the_statement_check_would(
-    published: Settings, home: Path, statement: str, error: type[Exception]
+    unchanged: Settings, statement: str, error: type[Exception]
 ) -> None:
-    before = fingerprint(home)
-    con = open_readonly(published.snapshot, snapshot=True, memory_limit="1GB")
+    before = fingerprint(unchanged.home)
+    con = open_readonly(unchanged.snapshot, snapshot=True, memory_limit="1GB")
     try:
         with pytest.raises(error):
-            con.execute(statement.format(warehouse=published.warehouse))
+            con.execute(statement.format(warehouse=unchanged.warehouse))
         settings = dict(
             con.execute(
                 "select name, value from duckdb_settings() where name in "
@@ -260,7 +279,7 @@ def test_the_session_itself_refuses_what_the_statement_check_would(
         "autoload_known_extensions": "false",
         "allow_community_extensions": "false",
     }
-    assert fingerprint(home) == before
+    assert fingerprint(unchanged.home) == before
 
 
 @pytest.mark.parametrize("where", [[], ["--live"]], ids=["snapshot", "live"])

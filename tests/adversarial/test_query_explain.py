@@ -22,22 +22,53 @@ from athanor.settings import Settings
 from athanor.warehouse import connect, publish_snapshot
 from athanor.warehouse.readonly import QueryRefused, _explained, open_readonly
 from athanor.warehouse.snapshots import parts_dir
+from tests.adversarial.conftest import athanor_home
 
 ONLY = "(it runs SELECT, EXPLAIN, PRAGMA and CALL only)"
 
 
-@pytest.fixture
-def published(home: Path, gcp_published: Path, capsys) -> Settings:
+def publish_copy(template: Path, home: Path) -> Settings:
+    """The template's warehouse copied into `home` (ATHANOR_HOME) and its snapshot published."""
     # The views name their part files by absolute path: the copy is published again in place.
-    shutil.copytree(gcp_published, home / "warehouse")
+    shutil.copytree(template, home / "warehouse")
     settings = Settings.from_env()
     for path in (home / "warehouse").glob("*-snapshot*"):
         shutil.rmtree(path) if path.is_dir() else path.unlink()
     con = connect(settings.warehouse, memory_limit="1GB")
     publish_snapshot(con, settings.warehouse, settings.snapshot)
     con.close()
+    return settings
+
+
+@pytest.fixture
+def published(home: Path, gcp_published: Path, capsys) -> Settings:
+    """A published copy of the test's own, for a test that changes a part file on purpose."""
+    settings = publish_copy(gcp_published, home)
     capsys.readouterr()
     return settings
+
+
+@pytest.fixture(scope="module")
+def shared_home(gcp_published: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One published copy for the tests that must change nothing.
+
+    Each of them takes the part files' SHA-256 (or the snapshot's totals) before its statement
+    and compares after it, and the totals with the fixture's own, so a statement that changed
+    the copy fails its own test (and those after it) and never passes. A copy published per
+    test was 37 of the unit tier's 217 CPU-s."""
+    folder = tmp_path_factory.mktemp("shared-home")
+    with pytest.MonkeyPatch.context() as patch:
+        athanor_home(folder, patch)
+        publish_copy(gcp_published, folder)
+    return folder
+
+
+@pytest.fixture
+def unchanged(shared_home: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> Settings:
+    """The module's shared published copy, as the Athanor home of this test."""
+    athanor_home(shared_home, monkeypatch)
+    capsys.readouterr()
+    return Settings.from_env()
 
 
 def part_files(settings: Settings) -> dict[str, str]:
@@ -103,10 +134,10 @@ FORMS = [
     ("kind", "statement"), EXPLAINED, ids=[f"{k}-{i}" for i, (k, _) in enumerate(EXPLAINED)]
 )
 def test_explain_of_a_refused_statement_is_refused_and_no_part_file_changes(
-    published: Settings, capsys, form: str, kind: str, statement: str
+    unchanged: Settings, capsys, form: str, kind: str, statement: str
 ) -> None:
-    part, folder = a_part_file(published), parts_dir(published.snapshot)
-    before, totals = part_files(published), snapshot_totals(published)
+    part, folder = a_part_file(unchanged), parts_dir(unchanged.snapshot)
+    before = part_files(unchanged)
     sql = form.format(s=statement.format(part=part, folder=folder))
 
     assert main(["query", sql]) == 1
@@ -115,20 +146,20 @@ def test_explain_of_a_refused_statement_is_refused_and_no_part_file_changes(
         capsys.readouterr().err
         == f"error: athanor query is read-only: EXPLAIN of {kind} is not allowed {ONLY}\n"
     )
-    assert part_files(published) == before
-    assert snapshot_totals(published) == totals == (7, Decimal("34.22"))
+    assert part_files(unchanged) == before
+    assert snapshot_totals(unchanged) == (7, Decimal("34.22"))
 
 
 @pytest.mark.parametrize("statement", UNEXPLAINABLE)
 def test_explain_of_what_duckdb_cannot_explain_runs_nothing(
-    published: Settings, capsys, statement: str
+    unchanged: Settings, capsys, statement: str
 ) -> None:
-    before = part_files(published)
-    sql = "explain analyze " + statement.format(folder=parts_dir(published.snapshot))
+    before = part_files(unchanged)
+    sql = "explain analyze " + statement.format(folder=parts_dir(unchanged.snapshot))
     assert main(["query", sql]) == 1
     assert capsys.readouterr().err.startswith("error: Parser Error: syntax error")
-    assert part_files(published) == before
-    assert not list(published.home.rglob("forged.duckdb"))
+    assert part_files(unchanged) == before
+    assert not list(unchanged.home.rglob("forged.duckdb"))
 
 
 @pytest.mark.parametrize(
@@ -141,16 +172,16 @@ def test_explain_of_what_duckdb_cannot_explain_runs_nothing(
         "EXPLAIN -- why\n ANALYZE with t as (select 1) from t",
     ],
 )
-def test_explain_of_a_read_still_runs(published: Settings, capsys, sql: str) -> None:
-    before = part_files(published)
+def test_explain_of_a_read_still_runs(unchanged: Settings, capsys, sql: str) -> None:
+    before = part_files(unchanged)
     assert main(["query", sql, "--format", "csv"]) == 0
     assert capsys.readouterr().out.startswith("explain_key,explain_value\n")
-    assert part_files(published) == before
+    assert part_files(unchanged) == before
 
 
-def test_explain_of_what_cannot_be_read_is_refused(published: Settings) -> None:
+def test_explain_of_what_cannot_be_read_is_refused(unchanged: Settings) -> None:
     """DuckDB parses the whole text first, so this is a guard, met only if the parsers disagree."""
-    con = open_readonly(published.snapshot, snapshot=True, memory_limit="1GB")
+    con = open_readonly(unchanged.snapshot, snapshot=True, memory_limit="1GB")
     try:
         with pytest.raises(QueryRefused, match="EXPLAIN of a statement it cannot read"):
             _explained(con, "explain analyze")
@@ -160,13 +191,13 @@ def test_explain_of_what_cannot_be_read_is_refused(published: Settings) -> None:
         con.close()
 
 
-def test_the_session_allows_reading_the_part_files_but_no_file_beside_them(published: Settings) -> None:
+def test_the_session_allows_reading_the_part_files_but_no_file_beside_them(unchanged: Settings) -> None:
     """The second lock: with the statement check bypassed, no new file can be made in the parts
     folder or next to it (DuckDB could still overwrite a listed file in place: the publish's
     digests catch that, next test)."""
-    part, folder = a_part_file(published), parts_dir(published.snapshot)
-    before = part_files(published)
-    con = open_readonly(published.snapshot, snapshot=True, memory_limit="1GB")
+    part, folder = a_part_file(unchanged), parts_dir(unchanged.snapshot)
+    before = part_files(unchanged)
+    con = open_readonly(unchanged.snapshot, snapshot=True, memory_limit="1GB")
     try:
         assert con.execute(f"select count(*) from read_parquet('{part}')").fetchone()[0] > 0
         for target in (folder / "billing_facts" / "new.parquet", folder / ".." / "x.parquet", part):
@@ -178,8 +209,8 @@ def test_the_session_allows_reading_the_part_files_but_no_file_beside_them(publi
     finally:
         con.close()
     # Only DuckDB's own spill folder, which it always allows; not the parts folder.
-    assert allowed == f"[{published.snapshot}.tmp/]"
-    assert part_files(published) == before
+    assert allowed == f"[{unchanged.snapshot}.tmp/]"
+    assert part_files(unchanged) == before
 
 
 def test_a_part_file_changed_since_it_was_written_is_written_again(published: Settings) -> None:
@@ -197,7 +228,7 @@ def test_a_part_file_changed_since_it_was_written_is_written_again(published: Se
     assert snapshot_totals(published) == (7, Decimal("34.22"))
 
 
-def test_a_query_stops_at_its_time_limit(published: Settings, capsys, monkeypatch) -> None:
+def test_a_query_stops_at_its_time_limit(unchanged: Settings, capsys, monkeypatch) -> None:
     monkeypatch.setenv("ATHANOR_QUERY_TIMEOUT_S", "0.5")
     cross = "select count(*) from range(100000000) a, range(100000000) b"
     assert main(["query", cross]) == 1
@@ -206,8 +237,8 @@ def test_a_query_stops_at_its_time_limit(published: Settings, capsys, monkeypatc
     )
 
 
-def test_the_spill_space_is_capped(published: Settings) -> None:
-    con = open_readonly(published.snapshot, snapshot=True, memory_limit="1GB", max_temp="64MB")
+def test_the_spill_space_is_capped(unchanged: Settings) -> None:
+    con = open_readonly(unchanged.snapshot, snapshot=True, memory_limit="1GB", max_temp="64MB")
     try:
         assert con.execute(
             "select value from duckdb_settings() where name = 'max_temp_directory_size'"
