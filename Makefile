@@ -43,11 +43,11 @@ PARALLEL := -n auto --dist loadfile
 
 # Two passes at once. The integration and realdata tiers on three workers, a module to a worker
 # (--dist loadfile: its module-scoped servers start once), in file order rather than by test
-# count (the longest modules hold few tests); their servers wait on start-ups and polls more
-# than they compute, and leave about a third of the two cores idle. Beside them, the
-# server-free tests (unit and slow) on every core at a lower priority (nice), so they take the
-# idle CPU without stretching the servers' modules. The server pass's output (its log) comes
-# last, closed by the slowest 15.
+# count (the longest modules hold few tests); their servers wait on start-ups and polls part
+# of the time. Beside them, the server-free tests (unit and slow) on every core at a lower
+# priority (nice), so they take the CPU the servers leave without stretching their modules
+# (sampled over a whole run: both cores busy throughout, docs/architecture.md). The server
+# pass's output (its log) comes last, closed by the slowest 15.
 SERVER_LOG := .cache/test-servers.log
 test: $(VENV)/.installed-dev system-deps
 	source scripts/airflow-env.sh && mkdir -p .cache && status=0 \
