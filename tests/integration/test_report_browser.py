@@ -80,7 +80,9 @@ class DevTools:
     """A minimal Chrome DevTools Protocol client: numbered calls, events kept for later."""
 
     def __init__(self, ws_url: str) -> None:
-        self.ws = ws_connect(ws_url, max_size=64 * 1024 * 1024, open_timeout=10)
+        # Held across calls and closed by close(), not a `with` block: websockets 17 asks for
+        # legacy=True to say so (without it, a DeprecationWarning at the first send).
+        self.ws = ws_connect(ws_url, max_size=64 * 1024 * 1024, open_timeout=10, legacy=True)
         self.events: list[dict[str, Any]] = []
         self._next_id = 0
 
