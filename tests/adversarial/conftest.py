@@ -1,4 +1,5 @@
-"""What the adversarial tests share: an Athanor home of their own, and a writer in another process."""
+"""What the adversarial tests share: an Athanor home of their own (or a module's shared copy), and a
+writer in another process."""
 
 from __future__ import annotations
 
@@ -9,8 +10,12 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from athanor.settings import Settings
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 GCP = FIXTURES / "billing" / "gcp" / "billing-export-202311.jsonl"
@@ -46,6 +51,17 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     previous = signal.getsignal(signal.SIGPIPE)
     yield tmp_path
     signal.signal(signal.SIGPIPE, previous)
+
+
+@pytest.fixture
+def unchanged(shared_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> Settings:
+    """A module's shared copy (its own `shared_home` fixture) as this test's Athanor home and
+    working folder: its Settings. For the tests that must change nothing, and check so."""
+    from athanor.settings import Settings
+
+    athanor_home(shared_home, monkeypatch)
+    capsys.readouterr()
+    return Settings.from_env()
 
 
 @pytest.fixture

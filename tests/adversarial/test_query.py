@@ -21,7 +21,7 @@ import pytest
 from athanor.cli import main
 from athanor.settings import Settings
 from athanor.warehouse.readonly import open_readonly
-from tests.adversarial.conftest import JOBS, athanor_home
+from tests.adversarial.conftest import JOBS
 
 ONLY = "(it runs SELECT, EXPLAIN, PRAGMA and CALL only)"
 NO_FILES = "athanor query reads only the warehouse: no files, network or extensions (Permission Error: "
@@ -44,14 +44,6 @@ def shared_home(gcp_published: Path, tmp_path_factory: pytest.TempPathFactory) -
     folder = tmp_path_factory.mktemp("shared-home")
     shutil.copytree(gcp_published, folder / "warehouse")
     return folder
-
-
-@pytest.fixture
-def unchanged(shared_home: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> Settings:
-    """The module's shared copy, as the Athanor home (and working folder) of this test."""
-    athanor_home(shared_home, monkeypatch)
-    capsys.readouterr()
-    return Settings.from_env()
 
 
 def fingerprint(home: Path) -> dict[str, str]:

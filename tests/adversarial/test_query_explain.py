@@ -63,14 +63,6 @@ def shared_home(gcp_published: Path, tmp_path_factory: pytest.TempPathFactory) -
     return folder
 
 
-@pytest.fixture
-def unchanged(shared_home: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> Settings:
-    """The module's shared published copy, as the Athanor home of this test."""
-    athanor_home(shared_home, monkeypatch)
-    capsys.readouterr()
-    return Settings.from_env()
-
-
 def part_files(settings: Settings) -> dict[str, str]:
     """Every file under the snapshot's parts folder with its SHA-256."""
     folder = parts_dir(settings.snapshot)
