@@ -422,9 +422,26 @@ def digests_taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return taken
 
 
+def test_a_file_changed_just_before_its_digest_gets_no_stamp_and_is_read_again(
+    warehouse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Within a clock tick of its last change a later write could leave the stamp as it was:
+    a file changed less than SETTLED_NS before its digest is read again at the next publish."""
+    con, snapshot = warehouse
+    publish(con, snapshot)  # its three files written, and digested, just now
+    taken = digests_taken(monkeypatch)
+    assert publish(con, snapshot).kept == 3
+    assert len(taken) == 3
+    monkeypatch.setattr(snap, "SETTLED_NS", 0)  # as if they had settled since: stamped, then not read
+    assert publish(con, snapshot).kept == 3
+    assert publish(con, snapshot).kept == 3
+    assert len(taken) == 6
+
+
 def test_a_kept_file_is_not_read_again_while_it_has_its_stamp(
     warehouse, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(snap, "SETTLED_NS", 0)  # the files written by this test count as settled
     con, snapshot = warehouse
     publish(con, snapshot)
     restate(con, "l3", "a", "2026-10-01", 5, "3.00")
@@ -439,6 +456,7 @@ def test_a_file_rewritten_in_place_with_its_times_set_back_is_written_again(
     warehouse, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Same size, other bytes, modification time restored: the change time still moved."""
+    monkeypatch.setattr(snap, "SETTLED_NS", 0)  # the files written by this test count as settled
     con, snapshot = warehouse
     publish(con, snapshot)
     with open_snapshot(snapshot) as reader:
@@ -463,6 +481,7 @@ def test_a_file_rewritten_in_place_with_its_times_set_back_is_written_again(
 def test_a_snapshot_published_without_stamps_reads_its_files_once(
     warehouse, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(snap, "SETTLED_NS", 0)  # the files written by this test count as settled
     con, snapshot = warehouse
     publish(con, snapshot)
     # As a snapshot published before stamps were kept: the manifest has no such column.

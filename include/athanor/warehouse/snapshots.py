@@ -144,7 +144,8 @@ class Part:
 
         A file whose stamp is the one recorded has not been written since its digest was
         computed: any write through the file system moves its change time, which no user-space
-        call sets back (rewriting the time of modification moves it too). Otherwise the file is
+        call sets back (rewriting the time of modification moves it too), and a stamp is kept
+        only for a file already settled when it was taken (`SETTLED_NS`). Otherwise the file is
         read again: same size and SHA-256 (unknown: not the one written). Reading every kept
         file at every publish grew with the history: 0.54-0.58 s for the 731 MB kept at
         3 x 4M lines."""
@@ -166,18 +167,31 @@ def _stamp(path: str | Path) -> str | None:
     """What every write of a file's content changes: inode, size, and times of modification and
     of change, in nanoseconds (None: no such file)."""
     try:
-        st = os.stat(path)
+        return _stamp_of(os.stat(path))
     except OSError:
         return None
+
+
+def _stamp_of(st: os.stat_result) -> str:
     return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
+# File times come from the kernel's coarse clock (a tick of 1-10 ms): a write in the same tick
+# as a file's last change leaves its change time as it was. So a stamp is kept only for a file
+# last changed this long before the stamp was taken (git's "racily clean" rule); one written
+# just now is read once more at a later publish, and stamped then.
+SETTLED_NS = 2_000_000_000
+
+
 def _digest(path: Path) -> tuple[str, str | None]:
-    """The file's SHA-256, and its stamp if the file did not change while it was read."""
+    """The file's SHA-256, and its stamp if the file did not change while it was read and had
+    settled (`SETTLED_NS`) before."""
     before = _stamp(path)
     with path.open("rb") as f:
         digest = hashlib.file_digest(f, "sha256").hexdigest()
-    return digest, before if _stamp(path) == before else None
+    after = os.stat(path)
+    settled = time.time_ns() - after.st_ctime_ns >= SETTLED_NS
+    return digest, before if settled and _stamp_of(after) == before else None
 
 
 @dataclass(frozen=True)
