@@ -422,6 +422,12 @@ def digests_taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return taken
 
 
+@pytest.fixture
+def settled_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The files this test writes count as settled at once: stamped when digested (`SETTLED_NS`)."""
+    monkeypatch.setattr(snap, "SETTLED_NS", 0)
+
+
 def test_a_file_changed_just_before_its_digest_gets_no_stamp_and_is_read_again(
     warehouse, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -439,9 +445,8 @@ def test_a_file_changed_just_before_its_digest_gets_no_stamp_and_is_read_again(
 
 
 def test_a_kept_file_is_not_read_again_while_it_has_its_stamp(
-    warehouse, monkeypatch: pytest.MonkeyPatch
+    warehouse, monkeypatch: pytest.MonkeyPatch, settled_at_once: None
 ) -> None:
-    monkeypatch.setattr(snap, "SETTLED_NS", 0)  # the files written by this test count as settled
     con, snapshot = warehouse
     publish(con, snapshot)
     restate(con, "l3", "a", "2026-10-01", 5, "3.00")
@@ -453,10 +458,9 @@ def test_a_kept_file_is_not_read_again_while_it_has_its_stamp(
 
 
 def test_a_file_rewritten_in_place_with_its_times_set_back_is_written_again(
-    warehouse, monkeypatch: pytest.MonkeyPatch
+    warehouse, monkeypatch: pytest.MonkeyPatch, settled_at_once: None
 ) -> None:
     """Same size, other bytes, modification time restored: the change time still moved."""
-    monkeypatch.setattr(snap, "SETTLED_NS", 0)  # the files written by this test count as settled
     con, snapshot = warehouse
     publish(con, snapshot)
     with open_snapshot(snapshot) as reader:
@@ -479,9 +483,8 @@ def test_a_file_rewritten_in_place_with_its_times_set_back_is_written_again(
 
 
 def test_a_snapshot_published_without_stamps_reads_its_files_once(
-    warehouse, monkeypatch: pytest.MonkeyPatch
+    warehouse, monkeypatch: pytest.MonkeyPatch, settled_at_once: None
 ) -> None:
-    monkeypatch.setattr(snap, "SETTLED_NS", 0)  # the files written by this test count as settled
     con, snapshot = warehouse
     publish(con, snapshot)
     # As a snapshot published before stamps were kept: the manifest has no such column.
