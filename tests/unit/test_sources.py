@@ -11,6 +11,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from athanor.ingest import billing
 from athanor.ingest.billing import IngestError, ingest_billing, sources
 from athanor.warehouse import connect
 
@@ -179,6 +180,59 @@ def test_focus_parquet_with_a_typed_commitment_end_loads(con, tmp_path: Path) ->
     assert ingest_billing(con, [typed]).billed_cost == {"USD": D("4.5")}  # 1.50 + 3
     ends = facts(con, "x_commitment_end::varchar")
     assert sorted(ends, key=str) == [("2027-01-30 00:00:00",), (None,)]
+
+
+@pytest.mark.slow
+def test_focus_parquet_with_zoned_times_and_odd_extra_columns_loads_each_value(con, tmp_path: Path) -> None:
+    # A typed Parquet's TIMESTAMPTZ columns are read as their UTC wall time from the instant's
+    # microseconds, and its columns FOCUS does not know are kept in x_provider_columns through a
+    # struct cast: each value checked by hand, names with quotes and spaces, a name DuckDB
+    # renames (x_Id beside x_id) and nulls (the CSV's empty values) included.
+    rows = [
+        {**FOCUS_ROW, "ChargePeriodStart": "2024-09-01T19:00:00-05:00", "ChargePeriodEnd": "2024-09-01T20:00:00-05:00",
+         "x_Id": "a", "x_id": "b", "it's odd": "1", "with space": ""},
+        {**FOCUS_ROW, "BilledCost": "3", "ChargePeriodStart": "2024-09-02T05:30:00+05:30",
+         "ChargePeriodEnd": "2024-09-02T01:00:00Z", "x_Id": "c", "x_id": "", "it's odd": "", "with space": "x"},
+    ]  # fmt: skip
+    plain = write_csv(tmp_path / "a.csv", rows)
+    typed = tmp_path / "typed.parquet"
+    duckdb.execute(
+        "copy (select * replace (cast(ChargePeriodStart as timestamptz) as ChargePeriodStart,"
+        " cast(ChargePeriodEnd as timestamptz) as ChargePeriodEnd)"
+        f" from read_csv('{plain}', all_varchar=true)) to '{typed}' (format parquet)"
+    )
+    assert ingest_billing(con, [typed]).billed_cost == {"USD": D("4.5")}  # 1.50 + 3
+    got = facts(con, "charge_period_start::varchar, charge_period_end::varchar, x_provider_columns")
+    assert got == [
+        ("2024-09-02 00:00:00", "2024-09-02 01:00:00",
+         {"x_Discounts": "none", "x_Id": "a", "x_id_1": "b", "it's odd": "1", "with space": None}),
+        ("2024-09-02 00:00:00", "2024-09-02 01:00:00",
+         {"x_Discounts": "none", "x_Id": "c", "x_id_1": None, "it's odd": None, "with space": "x"}),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "instant",
+    [
+        "2024-09-01 19:00:00-05",
+        "1969-12-31 23:59:59.5+00",
+        "0001-01-01 00:00:00+00",
+        "infinity",
+        "-infinity",
+        None,
+    ],
+)
+def test_a_zoned_time_reads_as_the_cast_to_utc_gives_it(instant: str | None) -> None:
+    # The staging's UTC wall time of a TIMESTAMPTZ, against DuckDB's own cast in a UTC session:
+    # the same value, infinities and null included.
+    con = duckdb.connect()
+    con.execute("set TimeZone = 'UTC'")
+    expression = billing._as_utc_timestamp("t", "TIMESTAMP WITH TIME ZONE")
+    ours, cast = con.execute(
+        f"select {expression}, cast(t as timestamp) from (select ?::timestamptz as t)", [instant]
+    ).fetchone()
+    assert ours == cast
+    assert (ours is None) == (instant is None)
 
 
 def test_focus_missing_mandatory_column_is_named(con, tmp_path: Path) -> None:

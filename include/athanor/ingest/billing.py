@@ -263,7 +263,12 @@ def _as_utc_timestamp(value: str, dtype: str) -> str:
     """A raw timestamp as TIMESTAMP in UTC (the session's time zone is UTC, see warehouse.connect)."""
     if dtype == "TIMESTAMP":
         return value
-    if dtype in ("TIMESTAMP WITH TIME ZONE", "DATE") or dtype.startswith("TIMESTAMP_"):
+    if dtype == "TIMESTAMP WITH TIME ZONE":
+        # The instant's UTC wall time from its microseconds: the cast converts through the
+        # session's time zone calendar, value by value (2.1 CPU-s against 0.1 for four columns
+        # of 3.9M lines). Infinities have no microseconds; the cast keeps them as they are.
+        return f"case when isfinite({value}) then make_timestamp(epoch_us({value})) else cast({value} as timestamp) end"
+    if dtype == "DATE" or dtype.startswith("TIMESTAMP_"):
         return f"cast({value} as timestamp)"
     # Text: ISO 8601 with or without 'T', with 'Z', an offset or none (then UTC). Parsing as
     # TIMESTAMP is much cheaper but ignores an offset, so it only takes the strings that cannot
@@ -384,9 +389,12 @@ def source_select(
             items.append(f"null::{_MAP if is_map else 'varchar'} as {quote_ident(name)}")
     extras = [c for c in columns if c not in used] if fmt.keep_extras else []
     if extras:
-        keys = ", ".join(_literal(c) for c in extras)
-        values = ", ".join(f"{_as_text(c, columns[c])}::varchar" for c in extras)
-        items.append(f"map([{keys}], [{values}]) as __extras")
+        # A struct cast to a map gives the map that map([keys], [values]) builds (same keys in
+        # the same order, nulls kept) without its check of every row's keys: 0.4 CPU-s against
+        # 3.7 for two extras over 3.9M lines. The keys are the file's column names, which DuckDB
+        # has made unique (a repeated name is renamed), so the struct's names cannot clash.
+        fields = ", ".join(f"{_literal(c)}: {_as_text(c, columns[c])}::varchar" for c in extras)
+        items.append(f"cast({{{fields}}} as {_MAP}) as __extras")
     else:
         items.append(f"null::{_MAP} as __extras")
     return items
