@@ -253,16 +253,16 @@ def test_a_commit_writes_its_batches_at_once_and_keeps_every_row(
     )
     assert tbl.current_snapshot().summary["added-records"] == "9"
 
-    written = iceberg_arrow._dataframe_to_data_files
+    written = iceberg_arrow.write_file
     calls = []
 
     def fails_on_the_third(**kwargs):
-        calls.append(kwargs["df"].num_rows)
+        calls.append(1)
         if len(calls) == 3:
             raise OSError("disk full (simulated)")
         return written(**kwargs)
 
-    monkeypatch.setattr(iceberg_arrow, "_dataframe_to_data_files", fails_on_the_third)
+    monkeypatch.setattr(iceberg_arrow, "write_file", fails_on_the_third)
     before = tbl.current_snapshot().snapshot_id
     with pytest.raises(OSError, match="simulated"):
         ingest_billing(con, [write(tmp_path / "b/oct.csv", focus_rows("acct", "2026-10", ["7.00"] * 8))])
@@ -271,6 +271,76 @@ def test_a_commit_writes_its_batches_at_once_and_keeps_every_row(
     assert con.execute("select count(*), sum(billed_cost) from billing_facts").fetchone() == (9, D("47.25"))
     # The ledger rolled back with it: the next night loads the delivery again.
     assert con.execute("select count(*) from loads where kind = 'billing'").fetchone() == (1,)
+
+
+def _files_and_facts(folder: Path, deliveries: list[list[dict[str, str]]]) -> tuple[list, list]:
+    """The deliveries loaded into a local lake in `folder`: its data files (partition, rows) and facts."""
+    con = connect(folder / "w.duckdb", memory_limit="512MB")
+    try:
+        for i, rows in enumerate(deliveries):
+            ingest_billing(con, [write(folder / f"d{i}" / "bill.csv", rows)])
+        tbl = lake.table(lake.config(), "billing_facts")
+        files = sorted((str(task.file.partition), task.file.record_count) for task in tbl.scan().plan_files())
+        facts = con.execute(
+            "select * exclude (load_id, source_file) from billing_facts order by all"
+        ).fetchall()
+        return files, facts
+    finally:
+        con.close()
+
+
+@pytest.mark.slow
+def test_a_batch_of_one_partition_is_written_as_pyiceberg_splits_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A load's batch of one partition goes to its data files without pyiceberg's split by
+    partition (a filter and two copies of the batch); a batch of several is split by pyiceberg.
+    Either way the lake holds the files, partition values and rows pyiceberg's split gives."""
+    import pyarrow.compute as pc
+    import pyiceberg.io.pyarrow as iceberg_arrow
+
+    monkeypatch.setattr(lake, "BATCH_ROWS", 3)
+    one_account = focus_rows("acct-a", "2026-10", ["1.25", "2.50", "3.75", "4.00", "5.50", "6.25", "7.00"])
+    a, b = focus_rows("acct-a", "2026-11", ["1.00"] * 3), focus_rows("acct-b", "2026-11", ["2.00"] * 3)
+    two_accounts = [row for pair in zip(a, b, strict=True) for row in pair]  # a, b, a, b: batches of both
+    deliveries = [one_account, two_accounts]
+
+    split = iceberg_arrow._determine_partitions
+    split_rows: list[int] = []
+
+    def counted(*args, **kwargs):
+        split_rows.append(kwargs["arrow_table"].num_rows)
+        return split(*args, **kwargs)
+
+    monkeypatch.setattr(iceberg_arrow, "_determine_partitions", counted)
+    _use_local_lake(monkeypatch, tmp_path / "ours")
+    ours = _files_and_facts(tmp_path / "ours", deliveries[:1])
+    assert split_rows == []  # three batches of one partition, none split by pyiceberg
+    ours = _files_and_facts(tmp_path / "ours", deliveries[1:])
+    assert sum(split_rows) <= len(two_accounts)  # only the batches holding both accounts
+    in_lake = lake.table(lake.config(), "billing_facts")
+    lines = in_lake.scan().to_arrow()
+    assert lake._only_partition(in_lake.metadata, lines) is None  # three partitions
+    only_b = lake._only_partition(
+        in_lake.metadata, lines.filter(pc.equal(lines["billing_account_id"], "acct-b"))
+    )
+    assert [value.value for value in only_b.field_values] == [None, "acct-b", datetime(2026, 11, 1)]
+
+    monkeypatch.setattr(lake, "_only_partition", lambda metadata, table: None)  # pyiceberg splits all
+    _use_local_lake(monkeypatch, tmp_path / "pyiceberg")
+    _files_and_facts(tmp_path / "pyiceberg", deliveries[:1])
+    theirs = _files_and_facts(tmp_path / "pyiceberg", deliveries[1:])
+    assert ours == theirs
+    files, facts = ours
+    assert sum(rows for _, rows in files) == len(facts) == 13
+    assert {partition for partition, _ in files} == {
+        f"Record[None, {account}, {start}]"  # the month's first microsecond
+        for account, start in (
+            ("acct-a", 1790812800000000),
+            ("acct-a", 1793491200000000),
+            ("acct-b", 1793491200000000),
+        )
+    }
 
 
 @pytest.mark.slow
