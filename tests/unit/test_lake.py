@@ -314,7 +314,7 @@ def test_a_batch_of_one_partition_is_written_as_pyiceberg_splits_it(
 
     monkeypatch.setattr(iceberg_arrow, "_determine_partitions", counted)
     _use_local_lake(monkeypatch, tmp_path / "ours")
-    ours = _files_and_facts(tmp_path / "ours", deliveries[:1])
+    _files_and_facts(tmp_path / "ours", deliveries[:1])
     assert split_rows == []  # three batches of one partition, none split by pyiceberg
     ours = _files_and_facts(tmp_path / "ours", deliveries[1:])
     assert sum(split_rows) <= len(two_accounts)  # only the batches holding both accounts
@@ -334,7 +334,7 @@ def test_a_batch_of_one_partition_is_written_as_pyiceberg_splits_it(
     files, facts = ours
     assert sum(rows for _, rows in files) == len(facts) == 13
     assert {partition for partition, _ in files} == {
-        f"Record[None, {account}, {start}]"  # the month's first microsecond
+        f"Record[None, {account}, {start}]"  # the month's start, in microseconds since the epoch
         for account, start in (
             ("acct-a", 1790812800000000),
             ("acct-a", 1793491200000000),
