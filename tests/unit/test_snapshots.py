@@ -434,6 +434,8 @@ def test_a_file_changed_just_before_its_digest_gets_no_stamp_and_is_read_again(
     """Within a clock tick of its last change a later write could leave the stamp as it was:
     a file changed less than SETTLED_NS before its digest is read again at the next publish."""
     con, snapshot = warehouse
+    # A settling time longer than any run (11 days): unsettled however slowly the publishes run.
+    monkeypatch.setattr(snap, "SETTLED_NS", 10**15)
     publish(con, snapshot)  # its three files written, and digested, just now
     taken = digests_taken(monkeypatch)
     assert publish(con, snapshot).kept == 3
