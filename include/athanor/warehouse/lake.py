@@ -54,7 +54,11 @@ import duckdb
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.io import FileIO
+    from pyiceberg.manifest import DataFile
+    from pyiceberg.partitioning import PartitionKey
     from pyiceberg.table import Table
+    from pyiceberg.table.metadata import TableMetadata
 
     from athanor.settings import Settings
 
@@ -1069,7 +1073,7 @@ def _overwrite(
             files = itertools.count(0)  # one counter: the batches' data files get names of their own
             with tx.update_snapshot(snapshot_properties=properties).fast_append() as append:
 
-                def write(batch: pa.RecordBatch) -> tuple[list[Any], int]:
+                def write(batch: pa.RecordBatch) -> tuple[list[DataFile], int]:
                     data_files = _batch_data_files(
                         tx.table_metadata, batch, tbl.io, append.commit_uuid, files
                     )
@@ -1087,8 +1091,8 @@ def _overwrite(
 
 
 def _batch_data_files(
-    metadata: Any, batch: pa.RecordBatch, io: Any, write_uuid: uuid.UUID, counter: Iterator[int]
-) -> list[Any]:
+    metadata: TableMetadata, batch: pa.RecordBatch, io: FileIO, write_uuid: uuid.UUID, counter: Iterator[int]
+) -> list[DataFile]:
     """The data files of one record batch of a load, as pyiceberg's `_dataframe_to_data_files` writes them.
 
     pyiceberg splits a batch by partition by filtering it on each partition value it holds and
@@ -1141,7 +1145,7 @@ def _batch_data_files(
     return list(write_file(io=io, table_metadata=metadata, tasks=tasks))
 
 
-def _only_partition(metadata: Any, table: pa.Table) -> Any:
+def _only_partition(metadata: TableMetadata, table: pa.Table) -> PartitionKey | None:
     """The partition key of `table` if all its rows are of one partition (else None)."""
     import pyarrow.compute as pc
     from pyiceberg.partitioning import PartitionFieldValue, PartitionKey
