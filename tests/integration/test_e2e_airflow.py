@@ -2,8 +2,10 @@
 
 Demo exports (30 days to 2026-11-30) land in a temp folder and are ingested by the nightly run
 that covers that day (the one firing at 2026-12-01 02:30 UTC); the optimize run is told the day,
-as the ingest's asset event would tell it. The assertions are on the warehouse rows (against
-the generator's own per-file totals), on the report's content, on a re-run (nothing loads twice,
+as the ingest's asset event would tell it. The night is `make demo`'s own script
+(scripts/demo-night.sh), so what it leaves for the scheduler is checked here too. The assertions
+are on the warehouse rows (against the generator's own per-file totals), on the report's
+content, on the metadata database (no optimize run queued), on a re-run (nothing loads twice,
 identical content, nothing announced) and on a bad delivery (run fails naming the file, the
 delivery goes to quarantine, loaded data stays as it was).
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import sqlite3
 import subprocess
 from datetime import date
 from decimal import Decimal
@@ -22,6 +25,7 @@ import pytest
 
 from athanor.demo import fleet as demo
 from athanor.flow import STAGES
+from athanor.settings import PROJECT_ROOT
 from athanor.warehouse import connect
 from tests.conftest import airflow_env
 
@@ -62,12 +66,16 @@ def deployment(tmp_path_factory: pytest.TempPathFactory):
     demo_storage.generate_inventory(home / "landing" / "inventory", AS_OF)
     env = airflow_env(home / ".airflow", home)
     (home / ".airflow").mkdir()
-    _airflow(env, "db", "migrate")
-    _airflow(env, "pools", "set", "athanor_duckdb_writer", "1", "DuckDB writer")
-    ingest = _airflow(env, "dags", "test", "athanor_ingest", NIGHT, check=False)
-    assert ingest.returncode == 0, ingest.stdout[-3000:] + ingest.stderr[-3000:]
-    optimize = _airflow(env, "dags", "test", "athanor_optimize", NIGHT, "--conf", OPTIMIZE_CONF, check=False)
-    assert optimize.returncode == 0, optimize.stdout[-3000:] + optimize.stderr[-3000:]
+    # `make demo`'s night: migrate, the writer pool, then `airflow dags test` of the ingest and of
+    # the optimize, told the day (OPTIMIZE_CONF: checked in the metadata database below).
+    night = subprocess.run(
+        ["bash", str(PROJECT_ROOT / "scripts" / "demo-night.sh"), AS_OF.isoformat()],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert night.returncode == 0, night.stdout[-3000:] + night.stderr[-3000:]
     return home, env, summary
 
 
@@ -106,6 +114,30 @@ def test_report_and_recommendations_are_published(deployment) -> None:
         con.close()
     assert {"mix", "lifecycle"} <= kinds
     assert fits >= 2  # overall plus at least one team
+
+
+def test_the_night_queues_no_optimize_run_for_the_scheduler(deployment) -> None:
+    """`make demo`'s night leaves nothing for the scheduler: the asset events are recorded, but
+    no optimize run is queued for the first `make airflow` to start (it did, and
+    rewrote the report), and the optimize DAG is left unpaused (issue 30)."""
+    home, _, _ = deployment
+    with sqlite3.connect(home / ".airflow" / "airflow.db") as con:
+        events = con.execute(
+            "select source_dag_id, source_task_id, extra from asset_event order by id"
+        ).fetchall()
+        queued = con.execute("select target_dag_id from asset_dag_run_queue").fetchall()
+        paused = dict(con.execute("select dag_id, is_paused from dag").fetchall())
+        runs = con.execute("select dag_id, conf from dag_run order by dag_id").fetchall()
+    # The ingest announced the day (the warehouse), and so did the optimize (the report).
+    day = json.dumps({"as_of": AS_OF.isoformat()})
+    assert events == [("athanor_ingest", "validate", day), ("athanor_optimize", "publish", day)]
+    assert queued == []
+    assert paused == {"athanor_ingest": 0, "athanor_optimize": 0}
+    # The two `dags test` runs and no other; the optimize's told the day, the lifecycle not applied.
+    assert [(dag, json.loads(conf)) for dag, conf in runs] == [
+        ("athanor_ingest", {}),
+        ("athanor_optimize", json.loads(OPTIMIZE_CONF)),
+    ]
 
 
 def test_every_stage_of_both_runs_is_recorded_for_the_day(deployment) -> None:

@@ -1,7 +1,8 @@
 """Every figure the report publishes adds up: to the bill, to the other figures, to its day.
 
 Two warehouses, each built the way a user builds one (`athanor run` on a landing folder): the
-demo, and the real FOCUS sample beside the repository (../shared/data/billing). For each, every
+demo (the night the golden test checks, built once per session: tests/support/demo_night.py),
+and the real FOCUS sample beside the repository (../shared/data/billing). For each, every
 total on the page is read back from the published files and compared with a warehouse query,
 written out next to its assertion; the savings are checked against each other (the headline is
 the sum of actions that do not overlap, the mix is the sum of its parts) and against the bill
@@ -32,12 +33,12 @@ import pytest
 from athanor.settings import PROJECT_ROOT
 from athanor.warehouse import sql
 from tests.conftest import shared_data
+from tests.support.demo_night import DEMO_DAY, published_demo_night
 
 pytestmark = pytest.mark.integration
 
 ATHANOR = str(PROJECT_ROOT / ".venv" / "bin" / "athanor")
 ARTIFACTS = PROJECT_ROOT / "test-artifacts"
-DEMO_DAY = date(2026, 11, 30)
 REAL_SAMPLE = shared_data() / "billing" / "focus-1.0-sample.csv"
 REAL_DAY = date(2024, 9, 30)  # the sample's last billed day
 HOURS_PER_MONTH, WINDOW_DAYS = 730.0, 30  # what the recommenders scale a 30-day window by
@@ -118,10 +119,8 @@ def _athanor(home: Path, *args: str) -> None:
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Published:
-    home = tmp_path_factory.mktemp("demo")
-    _athanor(home, "demo", "--out", "landing", "--as-of", DEMO_DAY.isoformat())
-    _athanor(home, "run", "--as-of", DEMO_DAY.isoformat(), "--source", "landing")
-    return Published("demo", home, DEMO_DAY)
+    # `athanor demo` + `athanor run` for DEMO_DAY, the night the golden test checks (read only).
+    return Published("demo", published_demo_night(tmp_path_factory), DEMO_DAY)
 
 
 @pytest.fixture(scope="module")
