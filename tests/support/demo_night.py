@@ -26,7 +26,7 @@ DEMO_DAY = date(2026, 11, 30)
 ATHANOR = str(PROJECT_ROOT / ".venv" / "bin" / "athanor")
 
 
-def athanor_env(home: Path) -> dict[str, str]:
+def _athanor_env(home: Path) -> dict[str, str]:
     """The caller's environment with no Athanor setting but ATHANOR_HOME: the embedded defaults."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATHANOR_")}
     env["ATHANOR_HOME"] = str(home)
@@ -48,7 +48,7 @@ def published_demo_night(tmp_path_factory: pytest.TempPathFactory) -> Path:
         if not done.exists():
             shutil.rmtree(home, ignore_errors=True)
             home.mkdir()
-            env = athanor_env(home)
+            env = _athanor_env(home)
             try:
                 for args in (
                     ["demo", "--out", "landing", "--as-of", DEMO_DAY.isoformat()],
