@@ -34,6 +34,8 @@ pytestmark = pytest.mark.integration
 AS_OF = date(2026, 11, 30)
 NIGHT = "2026-12-01T02:30:00+00:00"  # the nightly run that covers AS_OF
 OPTIMIZE_CONF = json.dumps({"as_of": AS_OF.isoformat(), "apply_lifecycle": False})
+# The metadata database as the night left it: later tests run more `dags test`s in the same home.
+AFTER_NIGHT = "airflow-after-night.db"
 
 
 def _airflow(env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -76,6 +78,12 @@ def deployment(tmp_path_factory: pytest.TempPathFactory):
         timeout=900,
     )
     assert night.returncode == 0, night.stdout[-3000:] + night.stderr[-3000:]
+    live, kept = sqlite3.connect(home / ".airflow" / "airflow.db"), sqlite3.connect(home / AFTER_NIGHT)
+    try:
+        live.backup(kept)
+    finally:
+        live.close()
+        kept.close()
     return home, env, summary
 
 
@@ -121,7 +129,7 @@ def test_the_night_queues_no_optimize_run_for_the_scheduler(deployment) -> None:
     no optimize run is queued for the first `make airflow` to start (it did, and
     rewrote the report), and the optimize DAG is left unpaused (issue 30)."""
     home, _, _ = deployment
-    with sqlite3.connect(home / ".airflow" / "airflow.db") as con:
+    with sqlite3.connect(home / AFTER_NIGHT) as con:
         events = con.execute(
             "select source_dag_id, source_task_id, extra from asset_event order by id"
         ).fetchall()
