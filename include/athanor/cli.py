@@ -447,6 +447,9 @@ def _cmd_run(args: argparse.Namespace, settings: Settings) -> int:
                     # The facts are final from here: the snapshot's new files are written
                     # while the optimize stages run, for publish to take.
                     ahead = later.enter_context(snapshots.WriteAhead(held, settings.snapshot))
+                elif ahead is not None:
+                    # And a table a stage rewrites (the allocation), once that stage is done.
+                    ahead.also(snapshots.rewritten_by(stage.name))
     except (DataRejected, WarehouseBusy) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -20,6 +20,7 @@ from athanor import flow
 from athanor.cli import format_rows, main, s3_client
 from athanor.errors import DataRejected
 from athanor.settings import Settings
+from athanor.warehouse import snapshots
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 GCP = FIXTURES / "billing" / "gcp" / "billing-export-202311.jsonl"
@@ -307,6 +308,14 @@ def test_run_runs_the_declared_stages_in_order(
     home: Path, recorded: list[tuple], monkeypatch, capsys
 ) -> None:
     monkeypatch.setenv("ATHANOR_S3_ENDPOINT_URL", "http://127.0.0.1:7480")
+    queued: list[tuple[str, ...]] = []  # the tables each write ahead of the publish was given
+    also = snapshots.WriteAhead.also
+
+    def queueing(ahead: snapshots.WriteAhead, specs: tuple[snapshots.Partitioning, ...]) -> None:
+        queued.append(tuple(spec.table for spec in specs))
+        also(ahead, specs)
+
+    monkeypatch.setattr(snapshots.WriteAhead, "also", queueing)
     argv = ["run", "--as-of", "2026-11-30", "--source", "s3://exports/billing", "--run-id", "cli-test"]
     assert main(argv) == 0
     loaded = {"loaded": ["a.csv: 1 row", "b.csv: 2 rows"]}
@@ -336,6 +345,12 @@ def test_run_runs_the_declared_stages_in_order(
     # Once the loads are validated, the snapshot's new files are written while the rest runs.
     ahead = [name for name, run, _ in recorded if run.snapshot_ahead is not None]
     assert ahead == order[order.index("validate") + 1 :]
+    # The tables only loads change first, then the allocation once allocate_gpus is done.
+    assert [tables for tables in queued if tables] == [
+        ("billing_facts", "job_run_facts", "storage_objects", "gpu_samples"),
+        ("gpu_allocation_hourly",),
+    ]
+    assert queued.index(("gpu_allocation_hourly",)) == ahead.index("allocate_gpus") + 1
     # The stages get the CLI's S3 client, built from the settings only when one asks for it.
     land = recorded[0][1]
     assert land.s3_client().meta.endpoint_url == "http://127.0.0.1:7480"

@@ -409,6 +409,57 @@ def test_a_write_ahead_leaves_the_allocation_to_the_publish(warehouse) -> None:
     assert allocation_totals(con, snapshot) == (5, Decimal("140.400000000000"))
 
 
+def test_the_allocation_is_written_ahead_once_its_stage_is_done(warehouse) -> None:
+    con, snapshot = warehouse
+    assert [spec.table for spec in snap.rewritten_by("allocate_gpus")] == ["gpu_allocation_hourly"]
+    assert snap.rewritten_by("load") == () == snap.rewritten_by("watch_spend")
+    allocation(con, "r1", "2026-10-01", 3, "28.80")
+    publish(con, snapshot)
+    restate(con, "l3", "a", "2026-10-01", 5, "3.00")
+    with snap.WriteAhead(con, snapshot) as ahead:
+        # athanor run: allocate_gpus reallocates November under its run, then queues the table.
+        allocation(con, "r2", "2026-11-01", 2, "27.00")
+        ahead.also(snap.rewritten_by("allocate_gpus"))
+        assert {table for table, _ in ahead.result()} == {"billing_facts", "gpu_allocation_hourly"}
+        staged = snap.stage(con, snapshot, ahead)
+    os.replace(staged.path, staged.target)
+    staged.remove_unreferenced()
+    # Both files taken from the write-ahead, none written by the publish itself.
+    assert (staged.taken, len(staged.written), staged.rows_written) == (2, 2, 5 + 2)
+    assert allocation_totals(con, snapshot) == (5, Decimal("140.400000000000"))
+
+
+def test_a_failed_write_ahead_leaves_the_earlier_ones_files_to_the_publish(
+    warehouse, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    con, snapshot = warehouse
+    allocation(con, "r1", "2026-10-01", 3, "28.80")
+    publish(con, snapshot)
+    restate(con, "l3", "a", "2026-10-01", 5, "3.00")
+    allocation(con, "r2", "2026-11-01", 2, "27.00")
+    write = snap._write_parquet
+
+    def disk_full_for_the_allocation(con, table, spec, *args):
+        if spec.table == "gpu_allocation_hourly":
+            raise OSError(28, "No space left on device")
+        return write(con, table, spec, *args)
+
+    monkeypatch.setattr(snap, "_write_parquet", disk_full_for_the_allocation)
+    with snap.WriteAhead(con, snapshot) as ahead:
+        ahead.also(snap.rewritten_by("allocate_gpus"))
+        parts = ahead.result()
+        assert "No space left on device" in caplog.text
+        # The billing file the first write made is still there for the publish to take.
+        assert [table for table, _ in parts] == ["billing_facts"]
+        assert all(Path(part.file).is_file() for part in parts.values())
+        monkeypatch.setattr(snap, "_write_parquet", write)
+        staged = snap.stage(con, snapshot, ahead)
+    os.replace(staged.path, staged.target)
+    staged.remove_unreferenced()
+    assert (staged.taken, len(staged.written), staged.rows_written) == (1, 2, 5 + 2)
+    assert allocation_totals(con, snapshot) == (5, Decimal("140.400000000000"))
+
+
 def digests_taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The names of the files whose SHA-256 is computed from here on."""
     taken: list[str] = []

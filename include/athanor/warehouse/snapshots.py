@@ -39,7 +39,7 @@ import re
 import time
 import uuid
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -70,8 +70,13 @@ class Partitioning:
     table: str
     keys: tuple[tuple[str, str], ...]
     touched: str | None
-    # False: a stage rewrites the table, not only loads; its partitions are counted every time.
-    by_loads: bool = True
+    # The stage that rewrites the table, not only loads (None: loads alone change it): its
+    # partitions are counted every time, and are final once that stage is done.
+    rewritten_by: str | None = None
+
+    @property
+    def by_loads(self) -> bool:
+        return self.rewritten_by is None
 
 
 # The tables that grow with history. Small tables (the ledger, marts, recommendations) are copied.
@@ -111,15 +116,21 @@ PARTITIONED: tuple[Partitioning, ...] = (
         "gpu_allocation_hourly",
         (("load_id", "run_id"), ("month", "date_trunc('month', hour)")),
         None,
-        by_loads=False,
+        rewritten_by="allocate_gpus",
     ),
 )
 
 
-# What a WriteAhead writes: the tables only loads change, final once the loads have committed.
-# A table a stage rewrites (the allocation) changes after it starts: counting its partitions
-# then was wasted, the publish counts them again (2-3 CPU-s over 76M rows at 12 x 8M lines).
+# What a WriteAhead writes first: the tables only loads change, final once the loads have
+# committed. A table a stage rewrites (the allocation) changes after the write-ahead starts:
+# counting its partitions then was wasted, the publish counted them again (2-3 CPU-s over 76M
+# rows at 12 x 8M lines). It is queued once its stage is done (`rewritten_by`).
 LOADED_ONLY: tuple[Partitioning, ...] = tuple(spec for spec in PARTITIONED if spec.by_loads)
+
+
+def rewritten_by(stage: str) -> tuple[Partitioning, ...]:
+    """The partitioned tables `stage` rewrites: final, for a WriteAhead, once it is done."""
+    return tuple(spec for spec in PARTITIONED if spec.rewritten_by == stage)
 
 
 @dataclass(frozen=True)
@@ -331,10 +342,11 @@ class WriteAhead:
     For a run in one process (`athanor run`), started once the loads have committed: the
     tables only loads change (`LOADED_ONLY`) do not change after that, so the partitions
     counted here are the publish's, and where one did change, its file no longer matches its
-    row count and the publish writes it again. The write reads through its own cursor of the
-    held warehouse (DuckDB lets the other stages write their small tables meanwhile). Use it
-    as a context manager: leaving it stops a write still running and removes the files no
-    publish took.
+    row count and the publish writes it again. A table a stage rewrites is queued behind
+    (`also`) once that stage is done. The writes read through their own cursor of the held
+    warehouse (DuckDB lets the other stages write their small tables meanwhile), one after
+    the other. Use it as a context manager: leaving it stops a write still running and
+    removes the files no publish took.
     """
 
     def __init__(self, con: duckdb.DuckDBPyConnection, snapshot: Path) -> None:
@@ -342,35 +354,49 @@ class WriteAhead:
         self._snapshot = Path(snapshot).absolute()
         self._written: list[Path] = []
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="snapshot-ahead")
-        self._future = self._pool.submit(self._write)
+        self._futures: list[Future[dict[tuple[str, str], Part]]] = []
+        self.also(LOADED_ONLY)
 
-    def _write(self) -> dict[tuple[str, str], Part]:
+    def also(self, specs: tuple[Partitioning, ...]) -> None:
+        """Write the partitions of `specs` too, after what is already queued; their tables
+        must not change from now on (a table a stage rewrites: once that stage is done)."""
+        if specs:
+            self._futures.append(self._pool.submit(self._write, specs))
+
+    def _write(self, specs: tuple[Partitioning, ...]) -> dict[tuple[str, str], Part]:
         started = time.perf_counter()
         previous = read_manifest(self._con, self._snapshot) or Manifest()
         staged = StagedSnapshot(path=self._snapshot, target=self._snapshot, keep=frozenset())
-        staged.written = self._written
         try:
-            parts, _ = _write_parts(self._con, self._snapshot, previous, staged, {}, LOADED_ONLY)
+            parts, _ = _write_parts(self._con, self._snapshot, previous, staged, {}, specs)
         except BaseException:
-            self._remove_written()
+            # Only this write's files: those of an earlier one stay the publish's to take.
+            for path in staged.written:
+                path.unlink(missing_ok=True)
             raise
-        written = {str(path) for path in self._written}
+        self._written += staged.written
+        written = {str(path) for path in staged.written}
         logger.info(
-            "snapshot: wrote %d Parquet files (%s rows) ahead of the publish in %.1f s",
+            "snapshot: wrote %d Parquet files of %s (%s rows) ahead of the publish in %.1f s",
             len(written),
+            ", ".join(spec.table for spec in specs),
             f"{staged.rows_written:,}",
             time.perf_counter() - started,
         )
         return {(p.table, p.key): p for p in parts if p.file in written}
 
     def result(self) -> dict[tuple[str, str], Part]:
-        """Wait for the write; its parts by (table, partition key). A write that failed gives
-        none: the publish then writes every partition it needs."""
-        try:
-            return self._future.result()
-        except Exception as exc:  # noqa: BLE001  # a full disk here fails the publish's own write
-            logger.warning("snapshot: the write ahead of the publish failed (%s); the publish writes it", exc)
-            return {}
+        """Wait for the writes; their parts by (table, partition key). A write that failed
+        gives none: the publish then writes every partition of its tables it needs."""
+        parts: dict[tuple[str, str], Part] = {}
+        for future in self._futures:
+            try:
+                parts |= future.result()
+            except Exception as exc:  # noqa: BLE001  # a full disk here fails the publish's own write
+                logger.warning(
+                    "snapshot: the write ahead of the publish failed (%s); the publish writes it", exc
+                )
+        return parts
 
     def take(self) -> dict[tuple[str, str], Part]:
         """`result`, whose files are now the caller's to reference or remove."""
@@ -380,10 +406,13 @@ class WriteAhead:
         return parts
 
     def close(self) -> None:
-        if not self._future.done():
+        for future in self._futures:
+            future.cancel()  # a write not started yet
+        if not all(future.done() for future in self._futures):
             self._con.interrupt()
-        with contextlib.suppress(Exception):
-            self._future.result()
+        for future in self._futures:
+            with contextlib.suppress(Exception):
+                future.result()
         self._pool.shutdown()
         self._remove_written()
         self._con.close()
