@@ -23,6 +23,7 @@ import pytest
 
 from athanor.demo import bench, bills
 from athanor.demo import fleet as demo
+from athanor.demo import jobs as demo_jobs
 from athanor.demo.arrow import decimal_text
 from athanor.demo.focus_format import FOCUS_COLUMNS, focus_table
 from athanor.demo.lines import micro_to_str
@@ -389,3 +390,22 @@ def test_fixed_decimal_text_matches_python_decimal() -> None:
         f"{Decimal(int(v)).scaleb(-6):.6f}" if ok else None for v, ok in zip(values, valid, strict=True)
     ]
     assert text == expected  # e.g. -1 -> '-0.000001', 13176000 -> '13.176000'
+
+
+def test_the_fleet_is_simulated_once_per_config_and_each_caller_gets_its_own_copy() -> None:
+    cfg = demo.DemoConfig(days=5, seed=11)
+    demo_jobs._simulated.cache_clear()
+    first = demo_jobs.simulate(cfg)
+    # One caller changing its fleet (in place) changes no other caller's.
+    first.jobs.iloc[0, 0] = None
+    first.segments["start_s"] = -1
+    next(iter(first.restarts.values())).append(-1)
+    second = demo_jobs.simulate(cfg)
+    info = demo_jobs._simulated.cache_info()
+    assert (info.misses, info.hits) == (1, 1)
+    # The copy is the simulation itself: the same as simulating again.
+    fresh = demo_jobs._simulated.__wrapped__(cfg)
+    assert len(fresh.jobs) > 0 and len(fresh.segments) > 0
+    pd.testing.assert_frame_equal(second.jobs, fresh.jobs)
+    pd.testing.assert_frame_equal(second.segments, fresh.segments)
+    assert second.restarts == fresh.restarts

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-from scipy import stats
 
 BYTES_PER_PARAM_MIXED_ADAM = 16
 # Activations, communication buffers and allocator fragmentation on top of the model state: a
@@ -286,6 +285,10 @@ def measured_speedup(
 
     def ratio(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
         return np.median(y, axis=axis) / np.median(x, axis=axis)
+
+    # Imported here: scipy.stats is about 1 s of import, and the demo's generator imports this
+    # module for its memory figures alone.
+    from scipy import stats
 
     ci = stats.bootstrap(
         (a, b),
