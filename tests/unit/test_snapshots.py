@@ -409,6 +409,7 @@ def test_a_write_ahead_leaves_the_allocation_to_the_publish(warehouse) -> None:
     assert allocation_totals(con, snapshot) == (5, Decimal("140.400000000000"))
 
 
+@pytest.mark.slow
 def test_the_allocation_is_written_ahead_once_its_stage_is_done(warehouse) -> None:
     con, snapshot = warehouse
     assert [spec.table for spec in snap.rewritten_by("allocate_gpus")] == ["gpu_allocation_hourly"]
@@ -429,6 +430,7 @@ def test_the_allocation_is_written_ahead_once_its_stage_is_done(warehouse) -> No
     assert allocation_totals(con, snapshot) == (5, Decimal("140.400000000000"))
 
 
+@pytest.mark.slow
 def test_a_failed_write_ahead_leaves_the_earlier_ones_files_to_the_publish(
     warehouse, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
