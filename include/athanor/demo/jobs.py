@@ -44,11 +44,11 @@ def _lognormal_s(rng: np.random.Generator, median_h: float, sigma: float, max_h:
 
 
 def simulate(cfg: DemoConfig) -> Fleet:
-    """The fleet `cfg` describes, a copy of the caller's own.
+    """The fleet `cfg` describes, as a copy the caller may change.
 
-    One `athanor demo` asks for it once per export it writes (billing, storage, telemetry, the
-    cluster), and it is the same fleet each time: simulated once per process and config
-    (about 1 s for the default demo), then copied (about 1 ms).
+    One `athanor demo` asks for it once per export it writes (the bills and job log, the
+    storage inventory, the telemetry), and it is the same fleet each time: simulated once per
+    process and config (about 1 s for the default demo), then copied (about 1 ms).
     """
     fleet = _simulated(cfg)
     restarts = {job: list(times) for job, times in fleet.restarts.items()}
