@@ -53,8 +53,11 @@ def restate(
     con.execute(sql("ingest/delete_restated"), {"load_id": load})
 
 
-def publish(con: duckdb.DuckDBPyConnection, snapshot: Path) -> snap.StagedSnapshot:
-    staged = snap.stage(con, snapshot)
+def publish(
+    con: duckdb.DuckDBPyConnection, snapshot: Path, ahead: snap.WriteAhead | None = None
+) -> snap.StagedSnapshot:
+    """Stage a snapshot (taking the files `ahead` wrote), put it in place, remove what it left."""
+    staged = snap.stage(con, snapshot, ahead)
     os.replace(staged.path, staged.target)
     staged.remove_unreferenced()
     return staged
@@ -318,9 +321,7 @@ def test_files_written_ahead_are_taken_by_the_publish_and_one_changed_since_is_w
 
     # Written while other stages run (athanor run), then taken by the publish: nothing twice.
     with snap.WriteAhead(con, snapshot) as ahead:
-        staged = snap.stage(con, snapshot, ahead)
-    os.replace(staged.path, staged.target)
-    staged.remove_unreferenced()
+        staged = publish(con, snapshot, ahead)
     assert (len(staged.written), staged.taken, staged.kept, staged.rows_written) == (2, 2, 1, 11)
 
     # A partition that changes after its file was written ahead is written again.
@@ -328,9 +329,7 @@ def test_files_written_ahead_are_taken_by_the_publish_and_one_changed_since_is_w
     with snap.WriteAhead(con, snapshot) as ahead:
         assert len(ahead.result()) == 1
         con.execute("delete from billing_facts where load_id = 'l5' and source_row = 1")
-        staged = snap.stage(con, snapshot, ahead)
-    os.replace(staged.path, staged.target)
-    staged.remove_unreferenced()
+        staged = publish(con, snapshot, ahead)
     assert (len(staged.written), staged.taken, staged.rows_written) == (1, 0, 1)
 
     # a: September 1 x 4.00 and October 5 x 3.00; b: October 6 x 1.00.
@@ -401,9 +400,7 @@ def test_a_write_ahead_leaves_the_allocation_to_the_publish(warehouse) -> None:
     allocation(con, "r2", "2026-11-01", 2, "27.00")
     with snap.WriteAhead(con, snapshot) as ahead:
         assert {table for table, _ in ahead.result()} == {"billing_facts"}
-        staged = snap.stage(con, snapshot, ahead)
-    os.replace(staged.path, staged.target)
-    staged.remove_unreferenced()
+        staged = publish(con, snapshot, ahead)
     # The restated partition taken from the write-ahead, November's allocation written by the publish.
     assert (staged.taken, len(staged.written), staged.rows_written) == (1, 2, 5 + 2)
     assert allocation_totals(con, snapshot) == (5, Decimal("140.400000000000"))
@@ -422,9 +419,7 @@ def test_the_allocation_is_written_ahead_once_its_stage_is_done(warehouse) -> No
         allocation(con, "r2", "2026-11-01", 2, "27.00")
         ahead.also(snap.rewritten_by("allocate_gpus"))
         assert {table for table, _ in ahead.result()} == {"billing_facts", "gpu_allocation_hourly"}
-        staged = snap.stage(con, snapshot, ahead)
-    os.replace(staged.path, staged.target)
-    staged.remove_unreferenced()
+        staged = publish(con, snapshot, ahead)
     # Both files taken from the write-ahead, none written by the publish itself.
     assert (staged.taken, len(staged.written), staged.rows_written) == (2, 2, 5 + 2)
     assert allocation_totals(con, snapshot) == (5, Decimal("140.400000000000"))
@@ -455,9 +450,7 @@ def test_a_failed_write_ahead_leaves_the_earlier_ones_files_to_the_publish(
         assert [table for table, _ in parts] == ["billing_facts"]
         assert all(Path(part.file).is_file() for part in parts.values())
         monkeypatch.setattr(snap, "_write_parquet", write)
-        staged = snap.stage(con, snapshot, ahead)
-    os.replace(staged.path, staged.target)
-    staged.remove_unreferenced()
+        staged = publish(con, snapshot, ahead)
     assert (staged.taken, len(staged.written), staged.rows_written) == (1, 2, 5 + 2)
     assert allocation_totals(con, snapshot) == (5, Decimal("140.400000000000"))
 
