@@ -445,7 +445,7 @@ def test_a_failed_write_ahead_leaves_the_earlier_ones_files_to_the_publish(
     with snap.WriteAhead(con, snapshot) as ahead:
         ahead.also(snap.rewritten_by("allocate_gpus"))
         parts = ahead.result()
-        assert "No space left on device" in caplog.text
+        assert "publish of gpu_allocation_hourly failed ([Errno 28] No space left on device)" in caplog.text
         # The billing file the first write made is still there for the publish to take.
         assert [table for table, _ in parts] == ["billing_facts"]
         assert all(Path(part.file).is_file() for part in parts.values())

@@ -354,14 +354,15 @@ class WriteAhead:
         self._snapshot = Path(snapshot).absolute()
         self._written: list[Path] = []
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="snapshot-ahead")
-        self._futures: list[Future[dict[tuple[str, str], Part]]] = []
+        # Each write queued, with the tables it writes (for the warning if it fails).
+        self._writes: dict[Future[dict[tuple[str, str], Part]], str] = {}
         self.also(LOADED_ONLY)
 
     def also(self, specs: tuple[Partitioning, ...]) -> None:
         """Write the partitions of `specs` too, after what is already queued; their tables
         must not change from now on (a table a stage rewrites: once that stage is done)."""
         if specs:
-            self._futures.append(self._pool.submit(self._write, specs))
+            self._writes[self._pool.submit(self._write, specs)] = ", ".join(spec.table for spec in specs)
 
     def _write(self, specs: tuple[Partitioning, ...]) -> dict[tuple[str, str], Part]:
         started = time.perf_counter()
@@ -389,12 +390,14 @@ class WriteAhead:
         """Wait for the writes; their parts by (table, partition key). A write that failed
         gives none: the publish then writes every partition of its tables it needs."""
         parts: dict[tuple[str, str], Part] = {}
-        for future in self._futures:
+        for future, tables in self._writes.items():
             try:
                 parts |= future.result()
             except Exception as exc:  # noqa: BLE001  # a full disk here fails the publish's own write
                 logger.warning(
-                    "snapshot: the write ahead of the publish failed (%s); the publish writes it", exc
+                    "snapshot: the write ahead of the publish of %s failed (%s); the publish writes them",
+                    tables,
+                    exc,
                 )
         return parts
 
@@ -406,11 +409,11 @@ class WriteAhead:
         return parts
 
     def close(self) -> None:
-        for future in self._futures:
+        for future in self._writes:
             future.cancel()  # a write not started yet
-        if not all(future.done() for future in self._futures):
+        if not all(future.done() for future in self._writes):
             self._con.interrupt()
-        for future in self._futures:
+        for future in self._writes:
             with contextlib.suppress(Exception):
                 future.result()
         self._pool.shutdown()
