@@ -14,6 +14,7 @@ from pathlib import Path
 
 BENCHES = [
     "ingest",
+    "load_steps",
     "quality",
     "durations",
     "mix",
@@ -28,6 +29,7 @@ BENCHES = [
 # docs/scaling.md).
 ARGS = {
     "nightly": ["--months", "3", "--rows-per-month", "200000"],
+    "load_steps": ["--rows", "1000000"],
     "distributed": ["--months", "1", "--rows-per-month", "200000", "--repeat", "1"],
 }
 
