@@ -71,14 +71,14 @@ def child(step: str, file: str, home: str) -> None:
         con.execute("checkpoint")
     else:
         from athanor.ingest import billing
-        from athanor.warehouse import connect, transaction
+        from athanor.warehouse import any_insertion_order, connect, transaction
 
         con = connect(database, memory_limit=MEMORY_LIMIT, threads=THREADS)
         if step == "insert":
             fmt = billing.detect_format(con, path)
             params = {"load_id": "bench", "source_format": fmt.name}
             started, cpu = time.perf_counter(), _cpu_s()
-            with transaction(con):
+            with transaction(con), any_insertion_order(con):  # as `ingest_billing` stages
                 billing._stage_file(con, path, fmt, params)
         else:
             if step == "validated":
