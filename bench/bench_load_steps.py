@@ -102,13 +102,15 @@ def measure(step: str, file: Path) -> dict[str, float]:
     home = CACHE / f"load-steps-{step}"
     shutil.rmtree(home, ignore_errors=True)
     home.mkdir(parents=True)
+    # Every step with the embedded defaults: an Athanor setting of the caller's shell (the lake
+    # mode, a memory limit) would change what some steps do and not others.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ATHANOR_")}
+    env |= {"ATHANOR_HOME": str(home), "PYTHONPATH": str(ROOT / "include")}
     try:
         if step == "command":
-            env = {k: v for k, v in os.environ.items() if not k.startswith("ATHANOR_")}
-            env |= {"ATHANOR_HOME": str(home), "PYTHONPATH": str(ROOT / "include")}
             command = [sys.executable, "-m", "athanor.cli", "ingest", str(file)]
         else:
-            env, command = None, [sys.executable, __file__, "--child", step, str(file), str(home)]
+            command = [sys.executable, __file__, "--child", step, str(file), str(home)]
         started, cpu = time.perf_counter(), _children_cpu_s()
         done = subprocess.run(command, env=env, capture_output=True, text=True)
         seconds, cpu_s = time.perf_counter() - started, _children_cpu_s() - cpu
